@@ -1,0 +1,1 @@
+"""Algorithms: one readable file each."""

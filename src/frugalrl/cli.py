@@ -1,0 +1,147 @@
+"""The ``frugalrl`` command. Thin: it parses arguments and calls the library.
+
+Every user-fixable problem is a ``FrugalError``: one line on stderr, exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from frugalrl.errors import FrugalError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="frugalrl: cheaper RL training, every run auditable.")
+config_app = typer.Typer(no_args_is_help=True, help="Experiment configs.")
+pipeline_app = typer.Typer(no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
+app.add_typer(config_app, name="config")
+app.add_typer(pipeline_app, name="pipeline")
+
+SetOption = Annotated[list[str] | None, typer.Option("--set", help="Override a config value: --set ppo.learning_rate=3e-4")]
+
+
+@app.command()
+def train(
+    config: Annotated[Path | None, typer.Argument(help="Experiment YAML (not needed with --resume).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory to write.")] = None,
+    resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."""
+    from frugalrl.config import load_config
+    from frugalrl.train import train as run_training
+
+    if resume is not None:
+        if out is not None and out.resolve() != resume.resolve():
+            raise FrugalError(f"--out {out} and --resume {resume} differ; a resumed run writes into its own directory")
+        if overrides:
+            raise FrugalError("--set cannot change a run being resumed; start a new run with --out instead")
+        cfg = load_config(config if config is not None else resume / "config.yaml")
+        summary = run_training(cfg, resume, resume=True)
+        out = resume
+    else:
+        if config is None or out is None:
+            raise FrugalError("train needs CONFIG and --out DIR (or --resume DIR); e.g. frugalrl train configs/cartpole-ppo.yaml --out runs/cartpole")
+        cfg = load_config(config, overrides or [])
+        summary = run_training(cfg, out)
+    typer.echo(f"eval_mean {summary['eval_mean']:.2f} +- {summary['eval_std']:.2f} over {summary['eval_episodes']} episodes")
+    typer.echo(f"summary: {out / 'summary.json'}")
+
+
+@config_app.command("validate")
+def config_validate(file: Path, overrides: SetOption = None) -> None:
+    """Validate an experiment file; prints the resolved config hash on success."""
+    from frugalrl.config import load_config
+
+    cfg = load_config(file, overrides or [])
+    typer.echo(f"{file}: valid ({cfg.env.id}, {cfg.algo}, config hash {cfg.hash()})")
+
+
+@config_app.command("show")
+def config_show(file: Path, overrides: SetOption = None) -> None:
+    """Print the resolved config (defaults filled in, overrides applied)."""
+    from frugalrl.config import load_config
+
+    typer.echo(load_config(file, overrides or []).to_yaml(), nl=False)
+
+
+@app.command()
+def evaluate(
+    model_uri: Annotated[str, typer.Argument(help="Run dir, policy.pt, or models:/name@alias, runs:/id/policy")],
+    env: Annotated[str | None, typer.Option(help="Env id; default: the one the policy was trained on.")] = None,
+    episodes: Annotated[int, typer.Option(min=1)] = 20,
+    seed: Annotated[int, typer.Option(min=0)] = 10_000,
+    stochastic: Annotated[bool, typer.Option(help="Sample actions instead of taking the mode.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."""
+    from frugalrl.config import EnvConfig
+    from frugalrl.evaluation import evaluate_policy
+    from frugalrl.policy_store import load_policy
+
+    policy = load_policy(model_uri)
+    env_config = EnvConfig.model_validate(policy.spec["env"])
+    if env is not None:
+        from frugalrl.config import validate_config
+
+        env_config = validate_config({"env": {**policy.spec["env"], "id": env}}, source="--env").env
+    result = evaluate_policy(policy, env_config, episodes, seed, deterministic=not stochastic)
+    if json_out:
+        typer.echo(json.dumps({"env_id": env_config.id, **result.metrics(), "returns": result.returns}))
+    else:
+        typer.echo(f"{env_config.id}: mean {result.mean:.2f}  std {result.std:.2f}  IQM {result.iqm:.2f}  "
+                   f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)")
+
+
+@pipeline_app.command("compile")
+def pipeline_compile(output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml")) -> None:
+    """Compile the training pipeline to Kubeflow IR YAML."""
+    from frugalrl.pipeline_runner import compile_pipeline
+
+    compile_pipeline(output)
+    typer.echo(f"compiled: {output}")
+
+
+@pipeline_app.command("run")
+def pipeline_run(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML.")],
+    overrides: SetOption = None,
+    model_name: Annotated[str | None, typer.Option(help="Registered model name; default <env>-policy.")] = None,
+    root: Annotated[Path, typer.Option(help="Where kfp.local keeps step outputs.")] = Path("pipeline_runs"),
+) -> None:
+    """Run the pipeline on this machine (kfp.local, MLflow sqlite by default)."""
+    from frugalrl.pipeline_runner import run_local
+
+    result = run_local(config, overrides or [], model_name=model_name, root=root)
+    for line in result.lines():
+        typer.echo(line)
+
+
+@app.command()
+def check(benchmark_mode: Annotated[bool, typer.Option("--benchmark-mode", help="Add a short hardware probe.")] = False) -> None:
+    """What works on this machine: torch, ALE, MuJoCo, Box2D, MLflow, kfp."""
+    from frugalrl.doctor import print_report, run_checks
+
+    results = run_checks(benchmark_mode)
+    print_report(results)
+    if any(not r.ok for r in results):
+        raise typer.Exit(1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, prog_name="frugalrl")
+    except FrugalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted; the last checkpoint is kept", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+"""Typed experiment configs: YAML in, validated pydantic models out, one-line errors.
+
+A config file is the whole description of a run. ``load_config`` reads it, applies
+``--set key.sub=value`` overrides, and validates it; anything wrong raises ``ConfigError``
+with one line naming the file, the field path, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from frugalrl.errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class AtariConfig(_Strict):
+    """Preprocessing of ALE games (done natively inside ale-py's vector env)."""
+
+    frameskip: int = Field(4, ge=1, le=16)
+    stack_num: int = Field(4, ge=1, le=16)
+    img_size: int = Field(84, ge=16, le=210)
+    grayscale: bool = True
+    noop_max: int = Field(30, ge=0, le=1000)
+    episodic_life: bool = False
+    repeat_action_probability: float = Field(0.25, ge=0.0, le=1.0)
+    max_episode_steps: int = Field(108_000, ge=1)
+
+
+class EnvConfig(_Strict):
+    """Which environment, how many copies, and which wrappers."""
+
+    id: str = "CartPole-v1"
+    num_envs: int = Field(8, ge=1, le=4096)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    normalize_obs: bool = False
+    clip_obs: float = Field(10.0, gt=0)
+    normalize_reward: bool = False
+    clip_reward: float | None = Field(None, gt=0)
+    frame_stack: int = Field(1, ge=1, le=16)
+    atari: AtariConfig = Field(default_factory=AtariConfig)
+
+    @field_validator("id")
+    @classmethod
+    def _known_env(cls, value: str) -> str:
+        from frugalrl.envs.registry import known_env_ids, validate_env_id
+
+        if not validate_env_id(value):
+            raise ValueError(f"not a registered environment; allowed: {known_env_ids()}")
+        return value
+
+
+class PolicyConfig(_Strict):
+    """Network shape. ``kind: auto`` picks Nature-CNN for images, MLP otherwise."""
+
+    kind: Literal["auto", "mlp", "cnn"] = "auto"
+    hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
+    activation: Literal["tanh", "relu"] = "tanh"
+    log_std_init: float = 0.0
+    ortho_init: bool = True
+
+    @field_validator("hidden")
+    @classmethod
+    def _positive(cls, value: list[int]) -> list[int]:
+        if any(h < 1 for h in value):
+            raise ValueError("every hidden size must be >= 1")
+        return value
+
+
+class PPOConfig(_Strict):
+    """PPO hyperparameters (names as in CleanRL; ``batch_size`` is the minibatch size)."""
+
+    total_timesteps: int = Field(100_000, ge=1)
+    num_steps: int = Field(32, ge=1, description="rollout length per env")
+    batch_size: int = Field(256, ge=1, description="minibatch size")
+    update_epochs: int = Field(20, ge=1)
+    learning_rate: float = Field(1e-3, gt=0, le=1.0)
+    anneal_lr: bool = True
+    clip_coef: float = Field(0.2, gt=0, le=1.0)
+    anneal_clip: bool = True
+    clip_vloss: bool = False
+    gamma: float = Field(0.98, ge=0.0, le=1.0)
+    gae_lambda: float = Field(0.8, ge=0.0, le=1.0)
+    ent_coef: float = Field(0.0, ge=0.0)
+    vf_coef: float = Field(0.5, ge=0.0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    target_kl: float | None = Field(None, gt=0)
+    norm_adv: bool = True
+    adam_eps: float = Field(1e-5, gt=0)
+
+
+class EvalConfig(_Strict):
+    episodes: int = Field(20, ge=1)
+    deterministic: bool = True
+    seed: int = Field(10_000, ge=0, description="episode i uses seed + i")
+
+
+class CheckpointConfig(_Strict):
+    every_updates: int = Field(50, ge=1)
+
+
+class TrackingConfig(_Strict):
+    enabled: bool = True
+    experiment: str = "frugalrl"
+    log_model: bool = True
+
+
+class ExperimentConfig(_Strict):
+    """The root of every experiment file."""
+
+    name: str = "experiment"
+    seed: int = Field(1, ge=0)
+    device: Literal["auto", "cpu", "cuda"] = "cpu"
+    threads: int = Field(1, ge=0, description="torch CPU threads; 0 keeps torch's default")
+    algo: Literal["ppo"] = "ppo"
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    ppo: PPOConfig = Field(default_factory=PPOConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    log_every_updates: int = Field(10, ge=1)
+
+    @model_validator(mode="after")
+    def _batch_fits_rollout(self) -> ExperimentConfig:
+        rollout = self.env.num_envs * self.ppo.num_steps
+        if self.ppo.batch_size > rollout:
+            raise ValueError(
+                f"ppo.batch_size {self.ppo.batch_size} exceeds the rollout size "
+                f"env.num_envs * ppo.num_steps = {rollout}; allowed: <= {rollout}"
+            )
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def hash(self) -> str:
+        """Content hash of the resolved config (stable across key order)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists are kept as values)."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{path}."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> dict[str, Any]:
+    """Apply ``key.sub=value`` overrides; values are parsed as YAML scalars."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(
+                f"{source}: override {item!r} has no '='; allowed form: --set key.sub=value"
+            )
+        path, raw = item.split("=", 1)
+        keys = [k for k in path.strip().split(".") if k]
+        if not keys:
+            raise ConfigError(f"{source}: override {item!r} has an empty key")
+        node = data
+        for key in keys[:-1]:
+            child = node.get(key)
+            if child is None:
+                child = node[key] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"{source}: override {item!r}: {key} is not a section")
+            node = child
+        node[keys[-1]] = yaml.safe_load(raw) if raw.strip() else None
+    return data
+
+
+def _model_at(path: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that owns the field at ``path`` (for listing allowed keys)."""
+    model: type[BaseModel] | None = ExperimentConfig
+    for key in path[:-1]:
+        if model is None or key not in model.model_fields:
+            return None
+        annotation = model.model_fields[key].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return model
+
+
+def _describe(error: dict[str, Any], source: str, extra: int) -> str:
+    loc = tuple(error.get("loc", ()))
+    field = ".".join(str(part) for part in loc) or "<root>"
+    value = error.get("input")
+    more = f" (and {extra} more problem{'s' if extra > 1 else ''})" if extra else ""
+    if error["type"] == "extra_forbidden":
+        owner = _model_at(loc)
+        allowed = ", ".join(owner.model_fields) if owner else "see the docs"
+        return f"{source}: {field}: unknown key; allowed keys here: {allowed}{more}"
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    if loc:
+        return f"{source}: {field} = {value!r}: {message}{more}"
+    return f"{source}: {message}{more}"
+
+
+def validate_config(data: Any, source: str = "<config>") -> ExperimentConfig:
+    """Validate a parsed mapping into an ``ExperimentConfig`` or raise a one-line ``ConfigError``."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping of keys, got {type(data).__name__}")
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        raise ConfigError(_describe(errors[0], source, len(errors) - 1)) from None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read a YAML experiment file, apply overrides, validate."""
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise ConfigError(f"{source}: config file not found; pass an existing YAML file such as configs/cartpole-ppo.yaml")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{source}: not valid YAML{where}; fix the syntax") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping of keys, got {type(data).__name__}")
+    data = apply_overrides(data, overrides or [], source)
+    return validate_config(data, source)
+
+
+def config_from_yaml_text(text: str, overrides: list[str] | None = None, source: str = "<config>") -> ExperimentConfig:
+    """Like ``load_config`` for YAML text (used by pipeline components)."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        raise ConfigError(f"{source}: not valid YAML; fix the syntax") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping of keys")
+    return validate_config(apply_overrides(data, overrides or [], source), source)

@@ -1,0 +1,121 @@
+"""The cost meter: what a run spent, in counts first and seconds second.
+
+Every technique in frugalrl claims a saving; the saving is a ratio of two ``CostMeter``
+readings. Counts (env steps, samples, FLOPs) are exact and noise-free; times and memory
+are reported beside them.
+
+FLOPs are measured, not estimated: the first time a phase (acting, a training forward, a
+training backward) runs, ``measure_flops`` runs it under ``torch.utils.flop_counter`` and
+records FLOPs per sample; afterwards the meter multiplies by the sample counts.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import TypeVar
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+T = TypeVar("T")
+
+
+def count_flops(fn: Callable[[], T]) -> tuple[int, T]:
+    """FLOPs of one call of ``fn`` (matmuls and convolutions, as torch counts them), and its result."""
+    with FlopCounterMode(display=False) as counter:
+        result = fn()
+    return int(counter.get_total_flops()), result
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+@dataclass
+class CostMeter:
+    """Counters for one run. ``phase`` timers accumulate seconds by name."""
+
+    real_env_steps: int = 0
+    virtual_env_steps: int = 0
+    inference_samples: int = 0
+    forward_samples: int = 0
+    backward_samples: int = 0
+    flops_per_sample: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=lambda: {"env": 0.0, "act": 0.0, "learn": 0.0})
+    started: float = field(default_factory=time.perf_counter)
+    wall_offset: float = 0.0  # seconds spent before a resume
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+
+    def run_counted(self, phase: str, fn: Callable[[], T], samples: int) -> T:
+        """Run ``fn`` (a step of ``phase`` over ``samples`` samples); the first time, count its FLOPs.
+
+        Counting does not change the computation, so a run that measures and a resumed run
+        that already knows the figure compute the same numbers.
+        """
+        if phase in self.flops_per_sample:
+            return fn()
+        flops, result = count_flops(fn)
+        self.flops_per_sample[phase] = flops / max(samples, 1)
+        return result
+
+    @property
+    def train_flops(self) -> float:
+        """Training FLOPs: forward and backward passes of the learner's updates."""
+        return (
+            self.flops_per_sample.get("forward", 0.0) * self.forward_samples
+            + self.flops_per_sample.get("backward", 0.0) * self.backward_samples
+        )
+
+    @property
+    def inference_flops(self) -> float:
+        """FLOPs spent choosing actions during rollouts."""
+        return self.flops_per_sample.get("act", 0.0) * self.inference_samples
+
+    @property
+    def wall_s(self) -> float:
+        return self.wall_offset + time.perf_counter() - self.started
+
+    def summary(self) -> dict[str, float | int]:
+        """The cost keys of the run contract (``summary.json``)."""
+        out: dict[str, float | int] = {
+            "real_env_steps": self.real_env_steps,
+            "virtual_env_steps": self.virtual_env_steps,
+            "forward_samples": self.forward_samples,
+            "backward_samples": self.backward_samples,
+            "inference_samples": self.inference_samples,
+            "train_flops": float(self.train_flops),
+            "inference_flops": float(self.inference_flops),
+            "wall_s": round(self.wall_s, 3),
+            "env_s": round(self.seconds.get("env", 0.0), 3),
+            "act_s": round(self.seconds.get("act", 0.0), 3),
+            "learn_s": round(self.seconds.get("learn", 0.0), 3),
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+        }
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            out["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        return out
+
+    def state_dict(self) -> dict:
+        state = asdict(self)
+        state.pop("started")
+        state["wall_offset"] = self.wall_s
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
+        self.started = time.perf_counter()

@@ -1,0 +1,34 @@
+"""User-facing errors.
+
+Every error a user can fix (a bad config, a missing file, an unreachable server) is a
+``FrugalError``: the CLI prints its one-line message and exits with code 2. Anything else
+is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class FrugalError(Exception):
+    """An error the user can fix; the message names the problem and the fix."""
+
+    exit_code = 2
+
+
+class ConfigError(FrugalError):
+    """A config file or override that does not validate."""
+
+
+class CheckpointError(FrugalError):
+    """A checkpoint that is missing, corrupt or does not match the config."""
+
+
+class TrackingError(FrugalError):
+    """An MLflow tracking store or registry that cannot be used."""
+
+
+class EnvError(FrugalError):
+    """An environment that cannot be built (unknown id, missing ROM, missing extra)."""
+
+
+class TrainingDiverged(FrugalError):
+    """A loss became NaN or inf; the last good checkpoint is kept."""

@@ -1,0 +1,116 @@
+"""The actor-critic used by PPO, and the self-contained policy that gets exported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from frugalrl.config import PolicyConfig
+from frugalrl.nets.heads import CategoricalHead, GaussianHead
+from frugalrl.nets.torsos import MLP, NatureCNN, orthogonal_init
+
+
+def _is_image(space: gym.spaces.Box) -> bool:
+    return space.dtype == np.uint8 and len(space.shape) == 3
+
+
+class ActorCritic(nn.Module):
+    """Policy and value function.
+
+    MLP policies keep separate actor and critic torsos (as Stable-Baselines3 does); CNN
+    policies share one torso, since the convolutions dominate the cost.
+    """
+
+    def __init__(self, actor: nn.Module, critic: nn.Module | None, head: nn.Module, feature_dim: int):
+        super().__init__()
+        self.actor = actor
+        self.critic = critic  # None: the critic reads the actor's features
+        self.head = head
+        self.value = orthogonal_init(nn.Linear(feature_dim, 1), gain=1.0)
+        self.discrete = isinstance(head, CategoricalHead)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, *obs_shape) -> distribution parameters (B, P) and values (B,)."""
+        features = self.actor(obs)
+        critic_features = features if self.critic is None else self.critic(obs)
+        return self.head(features), self.value(critic_features).squeeze(-1)
+
+    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
+        features = self.actor(obs) if self.critic is None else self.critic(obs)
+        return self.value(features).squeeze(-1)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample (or take the mode of) an action: returns action, log-prob, value."""
+        params, value = self(obs)
+        action = self.head.mode(params) if deterministic else self.head.sample(params)
+        return action, self.head.log_prob(params, action), value
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-prob and entropy of given actions, and values: what the PPO loss needs."""
+        params, value = self(obs)
+        return self.head.log_prob(params, actions), self.head.entropy(params), value
+
+
+def build_actor_critic(obs_space: gym.spaces.Box, action_space: gym.Space, config: PolicyConfig) -> ActorCritic:
+    """Pick torso and head from the spaces: CNN for uint8 images, Gaussian for Box actions."""
+    kind = config.kind
+    if kind == "auto":
+        kind = "cnn" if _is_image(obs_space) else "mlp"
+    if kind == "cnn":
+        if len(obs_space.shape) != 3:
+            raise ValueError(f"policy.kind = cnn needs (C, H, W) image observations, got shape {obs_space.shape}")
+        actor: nn.Module = NatureCNN(obs_space.shape[0], obs_space.shape[1])
+        critic = None
+    else:
+        in_dim = int(np.prod(obs_space.shape))
+        actor = MLP(in_dim, config.hidden, config.activation)
+        critic = MLP(in_dim, config.hidden, config.activation)
+    if isinstance(action_space, gym.spaces.Discrete):
+        head: nn.Module = CategoricalHead(actor.out_dim, int(action_space.n))
+    elif isinstance(action_space, gym.spaces.Box):
+        head = GaussianHead(actor.out_dim, int(np.prod(action_space.shape)), config.log_std_init)
+    else:
+        raise ValueError(f"unsupported action space {action_space}; allowed: Discrete or Box")
+    return ActorCritic(actor, critic, head, actor.out_dim)
+
+
+class ExportedPolicy(nn.Module):
+    """A trained policy with its observation normalisation, ready to act on raw observations.
+
+    This is what goes to the MLflow registry: ``forward(obs)`` returns the deterministic
+    action, ``act(obs, deterministic=False)`` samples. ``spec`` records the env config the
+    policy was trained on, so an evaluator can rebuild the same preprocessing.
+    """
+
+    def __init__(
+        self,
+        actor_critic: ActorCritic,
+        spec: dict[str, Any],
+        obs_mean: torch.Tensor | None = None,
+        obs_var: torch.Tensor | None = None,
+        clip_obs: float = 10.0,
+    ):
+        super().__init__()
+        self.actor_critic = actor_critic
+        self.spec = spec
+        self.normalize = obs_mean is not None
+        self.clip_obs = clip_obs
+        self.register_buffer("obs_mean", obs_mean if obs_mean is not None else torch.zeros(0))
+        self.register_buffer("obs_var", obs_var if obs_var is not None else torch.zeros(0))
+
+    def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
+        if not self.normalize:
+            return obs
+        scaled = (obs.double() - self.obs_mean) / torch.sqrt(self.obs_var + 1e-8)
+        return scaled.clamp(-self.clip_obs, self.clip_obs).float()
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
+        action, _, _ = self.actor_critic.act(self.preprocess(obs), deterministic=deterministic)
+        return action
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.act(obs, deterministic=True)

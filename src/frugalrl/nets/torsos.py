@@ -1,0 +1,59 @@
+"""Feature extractors: an MLP for vectors and the Nature-DQN CNN for stacked frames."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def orthogonal_init(layer: nn.Module, gain: float = math.sqrt(2)) -> nn.Module:
+    """Orthogonal weights, zero bias: the PPO default (Engstrom et al. 2020)."""
+    if isinstance(layer, nn.Linear | nn.Conv2d):
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+class MLP(nn.Module):
+    """Flatten, then Linear + activation for each hidden size. ``out_dim`` = last hidden size."""
+
+    def __init__(self, in_dim: int, hidden: list[int], activation: str = "tanh"):
+        super().__init__()
+        layers: list[nn.Module] = [nn.Flatten()]
+        for size in hidden:
+            layers += [orthogonal_init(nn.Linear(in_dim, size)), ACTIVATIONS[activation]()]
+            in_dim = size
+        self.body = nn.Sequential(*layers)
+        self.out_dim = in_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.body(obs)  # (B, *obs_shape) -> (B, out_dim)
+
+
+class NatureCNN(nn.Module):
+    """Mnih et al. 2015: three convolutions and a 512-unit layer; uint8 frames in [0, 255]."""
+
+    def __init__(self, in_channels: int, frame_size: int = 84, out_dim: int = 512):
+        super().__init__()
+        self.convs = nn.Sequential(
+            orthogonal_init(nn.Conv2d(in_channels, 32, 8, stride=4)),
+            nn.ReLU(),
+            orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
+            nn.ReLU(),
+            orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            flat = self.convs(torch.zeros(1, in_channels, frame_size, frame_size)).shape[1]
+        self.fc = nn.Sequential(orthogonal_init(nn.Linear(flat, out_dim)), nn.ReLU())
+        self.out_dim = out_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        # (B, C, H, W) uint8 -> (B, 512)
+        return self.fc(self.convs(obs.float() / 255.0))
+

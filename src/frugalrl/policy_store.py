@@ -1,0 +1,77 @@
+"""Where policies live: a run directory's ``policy.pt`` or an MLflow model URI.
+
+``load_policy`` accepts a run directory, a ``policy.pt`` file, ``models:/name@alias``,
+``models:/name/version`` or ``runs:/RUN_ID/policy`` and returns an ``ExportedPolicy``.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import torch
+
+from frugalrl.checkpoint import atomic_write_bytes
+from frugalrl.config import ExperimentConfig, validate_config
+from frugalrl.envs.factory import make_vec_env
+from frugalrl.errors import CheckpointError, TrackingError
+from frugalrl.nets.policy import ExportedPolicy, build_actor_critic
+
+POLICY_FORMAT = "frugalrl-policy-1"
+
+
+def save_policy(path: Path, policy: ExportedPolicy, config: ExperimentConfig) -> None:
+    """``policy.pt``: weights and the config that rebuilds the network (weights_only-loadable)."""
+    buffer = io.BytesIO()
+    torch.save({"format": POLICY_FORMAT, "config": config.to_dict(), "state_dict": policy.state_dict()}, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
+    """Rebuild an ``ExportedPolicy`` from ``policy.pt`` (or a run directory holding one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "policy.pt"
+    if not path.is_file():
+        raise CheckpointError(f"policy file {path} not found; pass a run directory or its policy.pt")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise CheckpointError(f"policy file {path} is corrupt ({type(exc).__name__}); re-export it from its run") from None
+    if not isinstance(blob, dict) or blob.get("format") != POLICY_FORMAT:
+        raise CheckpointError(f"{path} is not a frugalrl policy file")
+    config = validate_config(blob["config"], source=str(path))
+    env = make_vec_env(config.env, num_envs=1, training=False)
+    obs_space, act_space = env.single_observation_space, env.single_action_space
+    env.close()
+    state = blob["state_dict"]
+    has_norm = state["obs_mean"].numel() > 0
+    policy = ExportedPolicy(
+        build_actor_critic(obs_space, act_space, config.policy),
+        spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
+        obs_mean=state["obs_mean"] if has_norm else None,
+        obs_var=state["obs_var"] if has_norm else None,
+        clip_obs=config.env.clip_obs,
+    )
+    policy.load_state_dict(state)
+    return policy.eval(), config
+
+
+
+def load_policy(uri: str) -> ExportedPolicy:
+    """Load a policy from a path or an MLflow URI (``models:/...``, ``runs:/...``)."""
+    if uri.startswith(("models:/", "runs:/", "m-")):
+        import mlflow.pytorch
+
+        from frugalrl.tracking import check_tracking
+
+        mlflow.set_tracking_uri(check_tracking())
+        try:
+            policy = mlflow.pytorch.load_model(uri, map_location="cpu")
+        except Exception as exc:
+            raise TrackingError(f"cannot load model {uri} from MLflow ({str(exc).splitlines()[0][:160]}); "
+                                "check the name and alias with the MLflow UI") from None
+        if not isinstance(policy, ExportedPolicy):
+            raise TrackingError(f"model {uri} is a {type(policy).__name__}, not a frugalrl policy")
+        return policy.eval()
+    return load_policy_file(Path(uri))[0]

@@ -1,0 +1,252 @@
+"""The training entry point: config in, run directory and MLflow run out.
+
+``train(config, out_dir)`` writes into ``out_dir``:
+
+    config.yaml      the resolved config (what actually ran)
+    checkpoint.pt    the latest checkpoint (atomic), for --resume
+    metrics.jsonl    one line of metrics per update
+    policy.pt        the exported policy (weights + observation normalisation)
+    summary.json     the run contract (see docs/run-contract.md)
+
+Run it as ``frugalrl train CONFIG --out DIR`` or ``python -m frugalrl.train CONFIG --out DIR``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from frugalrl import __version__
+from frugalrl.algos.ppo import PPO
+from frugalrl.checkpoint import (
+    CHECKPOINT_FILE,
+    atomic_write_bytes,
+    load_checkpoint,
+    pack_bytes,
+    save_checkpoint,
+    unpack_bytes,
+)
+from frugalrl.config import ExperimentConfig
+from frugalrl.cost import CostMeter
+from frugalrl.envs.factory import make_vec_env
+from frugalrl.envs.wrappers import (
+    NormalizeObservation,
+    env_state_dict,
+    find_wrapper,
+    load_env_state_dict,
+    wrapper_chain,
+)
+from frugalrl.errors import CheckpointError, FrugalError, TrainingDiverged
+from frugalrl.evaluation import evaluate_policy
+from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.policy_store import save_policy
+from frugalrl.progress import TrainingProgress
+
+CHECKPOINT_FORMAT = "frugalrl-checkpoint-1"
+SUMMARY_KEYS = (
+    "env_id", "algo", "seed", "techniques", "real_env_steps", "virtual_env_steps", "forward_samples",
+    "backward_samples", "train_flops", "wall_s", "env_s", "learn_s", "peak_rss_mb", "eval_mean",
+    "eval_std", "eval_iqm", "eval_episodes", "mlflow_run_id",
+)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise FrugalError("device = cuda but no CUDA device is visible; set device: cpu or auto")
+    return torch.device(name)
+
+
+def _base_env(env: Any) -> Any:
+    return wrapper_chain(env)[-1]
+
+
+def export_policy(agent: PPO, config: ExperimentConfig) -> ExportedPolicy:
+    """A self-contained copy of the agent's policy, with the observation statistics baked in."""
+    normalizer = find_wrapper(agent.env, NormalizeObservation)
+    mean = var = None
+    if normalizer is not None:
+        mean = torch.as_tensor(normalizer.rms.mean, dtype=torch.float64)
+        var = torch.as_tensor(normalizer.rms.var, dtype=torch.float64)
+    return ExportedPolicy(
+        copy.deepcopy(agent.policy).cpu().eval(),
+        spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
+        obs_mean=mean,
+        obs_var=var,
+        clip_obs=config.env.clip_obs,
+    )
+
+
+def _checkpoint_state(agent: PPO, meter: CostMeter, config: ExperimentConfig, run_id: str | None) -> dict[str, Any]:
+    base = _base_env(agent.env)
+    snapshot = base.snapshot() if hasattr(base, "snapshot") else None
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "frugalrl_version": __version__,
+        "config_hash": config.hash(),
+        "agent": agent.state_dict(),
+        "meter": meter.state_dict(),
+        "env_wrappers": env_state_dict(agent.env),
+        "env_snapshot": pack_bytes(snapshot),
+        "torch_rng": torch.get_rng_state(),
+        "mlflow_run_id": run_id,
+    }
+
+
+def _restore(state: dict[str, Any], agent: PPO, meter: CostMeter, config: ExperimentConfig) -> None:
+    if state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"checkpoint format {state.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    if state["config_hash"] != config.hash():
+        raise CheckpointError(
+            "checkpoint was written by a different config (hash "
+            f"{state['config_hash']} != {config.hash()}); resume with the run's own config.yaml"
+        )
+    agent.load_state_dict(state["agent"])
+    meter.load_state_dict(state["meter"])
+    snapshot = unpack_bytes(state.get("env_snapshot"))
+    base = _base_env(agent.env)
+    if snapshot is not None and hasattr(base, "restore"):
+        base.restore(snapshot)
+    else:
+        # No physics snapshot (e.g. ALE, Box2D): start fresh episodes, seeded by position.
+        print("note: this env cannot be snapshotted; resumed episodes restart, so the run is not bit-identical")
+        agent.start(config.seed + agent.update)
+    load_env_state_dict(agent.env, state["env_wrappers"])
+    torch.set_rng_state(state["torch_rng"])
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
+
+
+def train(
+    config: ExperimentConfig,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    interactive: bool | None = None,
+    stop_after_updates: int | None = None,
+) -> dict[str, Any]:
+    """Train a policy as ``config`` says; write the run directory; return the summary.
+
+    ``resume=True`` continues from ``out_dir/checkpoint.pt``. ``stop_after_updates`` ends the
+    process-level loop early (after a checkpoint), for tests of interruption.
+    """
+    out = Path(out_dir)
+    ckpt_path = out / CHECKPOINT_FILE
+    state = None
+    if resume:
+        state = load_checkpoint(ckpt_path)
+    elif ckpt_path.exists():
+        raise FrugalError(f"{out} already holds a run (checkpoint.pt); continue it with --resume {out} or pick a new --out")
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "config.yaml", config.to_yaml().encode())
+
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    device = resolve_device(config.device)
+
+    env = make_vec_env(config.env, gamma=config.ppo.gamma)
+    meter = CostMeter()
+    agent = PPO(config, env, meter, device)
+    if state is not None:
+        _restore(state, agent, meter, config)
+    else:
+        agent.start(config.seed)
+
+    tracker_cm: Any = contextlib.nullcontext(None)
+    if config.tracking.enabled:
+        from frugalrl.tracking import RunTracker
+
+        tracker_cm = RunTracker(config, run_id=state.get("mlflow_run_id") if state else None)
+
+    metrics_log = (out / "metrics.jsonl").open("a")
+    try:
+        with tracker_cm as tracker:
+            run_id = tracker.run_id if tracker else None
+            with TrainingProgress(agent.num_updates * agent.rollout_size, agent.global_step,
+                                  config.log_every_updates, interactive) as progress:
+                while agent.update < agent.num_updates:
+                    try:
+                        metrics = agent.run_update()
+                    except TrainingDiverged as exc:
+                        kept = f"last good checkpoint kept at {ckpt_path}" if ckpt_path.exists() else "no checkpoint was written yet"
+                        raise TrainingDiverged(f"{exc}; {kept}") from None
+                    metrics.update(sps=agent.global_step / max(meter.wall_s, 1e-9))
+                    metrics_log.write(json.dumps({"update": agent.update, "step": agent.global_step, **metrics}) + "\n")
+                    metrics_log.flush()
+                    if tracker:
+                        tracker.log_metrics(metrics, step=agent.global_step)
+                    progress.update(agent.global_step, metrics)
+                    last = agent.update == agent.num_updates
+                    if agent.update % config.checkpoint.every_updates == 0 or last:
+                        save_checkpoint(ckpt_path, _checkpoint_state(agent, meter, config, run_id))
+                    if stop_after_updates is not None and agent.update >= stop_after_updates and not last:
+                        return {"stopped_at_update": agent.update}
+            return _finish(config, out, agent, meter, tracker, device)
+    finally:
+        metrics_log.close()
+        env.close()
+
+
+def _finish(config: ExperimentConfig, out: Path, agent: PPO, meter: CostMeter, tracker: Any, device: torch.device) -> dict[str, Any]:
+    """Export, evaluate, write summary.json, log everything to MLflow."""
+    policy = export_policy(agent, config)
+    save_policy(out / "policy.pt", policy, config)
+    started = time.perf_counter()
+    result = evaluate_policy(policy, config.env, config.eval.episodes, config.eval.seed, config.eval.deterministic)
+    eval_s = time.perf_counter() - started
+
+    from frugalrl.tracking import git_commit
+
+    summary: dict[str, Any] = {
+        "env_id": config.env.id,
+        "algo": config.algo,
+        "seed": config.seed,
+        "techniques": [],
+        **meter.summary(),
+        **result.metrics(),
+        "eval_s": round(eval_s, 3),
+        "eval_returns": result.returns,
+        "updates": agent.update,
+        "flops_per_sample": meter.flops_per_sample,
+        "config_hash": config.hash(),
+        "git_commit": git_commit(),
+        "frugalrl_version": __version__,
+        "device": str(device),
+        "mlflow_run_id": tracker.run_id if tracker else None,
+        "model_uri": None,
+    }
+    if tracker:
+        if config.tracking.log_model:
+            example = agent.next_obs[:1].cpu().numpy()
+            summary["model_uri"] = tracker.log_policy(policy, example)
+        numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        tracker.log_metrics(numeric, step=agent.global_step)
+        write_json(out / "summary.json", summary)
+        for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", CHECKPOINT_FILE):
+            tracker.log_artifact(out / name, artifact_path="run")
+    else:
+        write_json(out / "summary.json", summary)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m frugalrl.train CONFIG [--out DIR]``: the same as ``frugalrl train``."""
+    from frugalrl.cli import main as cli_main
+
+    cli_main(["train", *(argv if argv is not None else __import__("sys").argv[1:])])
+
+
+if __name__ == "__main__":
+    main()
