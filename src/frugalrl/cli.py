@@ -6,6 +6,7 @@ Every user-fixable problem is a ``FrugalError``: one line on stderr, exit code 2
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -97,10 +98,26 @@ def evaluate(
                    f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)")
 
 
+def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
+    """Import ``pipelines.local`` from the frugalrl checkout (the repo root holds pipelines/ and components/)."""
+    import importlib
+
+    candidates = [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[2]]
+    if os.environ.get("FRUGALRL_HOME"):
+        candidates.insert(0, Path(os.environ["FRUGALRL_HOME"]))
+    for root in candidates:
+        if (root / "pipelines" / "local.py").is_file() and (root / "components").is_dir():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return importlib.import_module("pipelines.local")
+    raise FrugalError("pipeline commands need a frugalrl checkout (pipelines/, components/); "
+                      "run from the repository root or set FRUGALRL_HOME to it")
+
+
 @pipeline_app.command("compile")
 def pipeline_compile(output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml")) -> None:
     """Compile the training pipeline to Kubeflow IR YAML."""
-    from frugalrl.pipeline_runner import compile_pipeline
+    compile_pipeline = _pipelines().compile_pipeline
 
     compile_pipeline(output)
     typer.echo(f"compiled: {output}")
@@ -114,7 +131,7 @@ def pipeline_run(
     root: Annotated[Path, typer.Option(help="Where kfp.local keeps step outputs.")] = Path("pipeline_runs"),
 ) -> None:
     """Run the pipeline on this machine (kfp.local, MLflow sqlite by default)."""
-    from frugalrl.pipeline_runner import run_local
+    run_local = _pipelines().run_local
 
     result = run_local(config, overrides or [], model_name=model_name, root=root)
     for line in result.lines():

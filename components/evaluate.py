@@ -1,0 +1,17 @@
+"""Component ``evaluate``: a trained run (Model) in, evaluation Metrics and the mean return out."""
+
+from kfp import dsl
+from kfp.dsl import Input, Metrics, Model, Output
+
+from components import FRUGALRL_IMAGE
+
+
+@dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
+def evaluate(model: Input[Model], episodes: int, seed: int, metrics: Output[Metrics]) -> float:
+    """Evaluate the policy over ``episodes`` fixed seeds with ``frugalrl.steps.evaluate_step``."""
+    from frugalrl.steps import evaluate_step
+
+    result = evaluate_step(model.path, episodes, seed)
+    for key in ("eval_mean", "eval_std", "eval_iqm", "eval_ci_low", "eval_ci_high", "eval_episodes"):
+        metrics.log_metric(key, float(result[key]))
+    return float(result["eval_mean"])

@@ -1,0 +1,1 @@
+"""Kubeflow pipelines: DAG wiring only, no training logic."""

@@ -1,0 +1,62 @@
+"""The pipeline steps as plain functions: paths and values in, dicts out.
+
+Each Kubeflow component in ``components/`` is a thin adapter around exactly one of these,
+so every step can also run, and be tested, without Kubeflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from frugalrl.config import config_from_yaml_text
+from frugalrl.tracking import PIPELINE_RUN_ENV
+
+
+def train_step(config_yaml: str, overrides: list[str], out_dir: str, pipeline_run_id: str = "none") -> dict[str, Any]:
+    """Train from config text; the run directory is ``out_dir``. Returns summary.json's content."""
+    from frugalrl.train import train
+
+    os.environ[PIPELINE_RUN_ENV] = pipeline_run_id
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    return train(config, out_dir, interactive=False)
+
+
+def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = True) -> dict[str, Any]:
+    """Evaluate the policy of a run directory over fixed seeds."""
+    from frugalrl.evaluation import evaluate_policy
+    from frugalrl.policy_store import load_policy_file
+
+    policy, config = load_policy_file(Path(run_dir))
+    result = evaluate_policy(policy, config.env, episodes, seed, deterministic)
+    return {"env_id": config.env.id, **result.metrics(), "returns": result.returns}
+
+
+def register_step(run_dir: str, model_name: str, eval_mean: float) -> dict[str, Any]:
+    """Register the run's logged policy, alias it ``challenger``, and promote it if it beats ``champion``."""
+    from frugalrl.errors import TrackingError
+    from frugalrl.tracking import promote_if_better, register_policy
+
+    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    model_uri, run_id = summary.get("model_uri"), summary.get("mlflow_run_id")
+    if not model_uri or not run_id:
+        raise TrackingError(f"run {run_dir} logged no MLflow model; train with tracking.enabled and tracking.log_model")
+    lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
+    version = register_policy(model_uri, model_name, run_id, eval_mean, tags=lineage)
+    decision = promote_if_better(model_name, version, eval_mean)
+    return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
+
+
+def registration_markdown(result: dict[str, Any]) -> str:
+    """A short Markdown record of a registration decision."""
+    verdict = "promoted to **champion**" if result["promoted"] else "kept as **challenger**"
+    return (
+        f"# {result['model_name']} version {result['version']}\n\n"
+        f"- decision: {verdict}\n"
+        f"- reason: {result['reason']}\n"
+        f"- challenger eval mean: {result['challenger_eval_mean']:.2f}\n"
+        f"- champion version now: {result['champion_version']}\n"
+        f"- logged model: `{result['model_uri']}`\n"
+    )
