@@ -4,7 +4,7 @@ Atari games run in ale-py's native C++ vector env (preprocessing, frame stacking
 no-op resets happen there, in threads); everything else runs in ``FastSyncVectorEnv``.
 The same wrappers then go on top in a fixed order, innermost first:
 
-    EpisodeStatistics -> FrameStack -> ClipReward -> ScaleReward -> NormalizeObservation
+    EpisodeStatistics -> FrameStack -> ScaleReward -> ClipReward -> NormalizeObservation
 """
 
 from __future__ import annotations
@@ -88,10 +88,10 @@ def make_vec_env(
     env = EpisodeStatistics(env)
     if config.frame_stack > 1 and not is_atari(config.id):
         env = FrameStack(env, config.frame_stack)
-    if training and config.clip_reward is not None:
-        env = ClipReward(env, config.clip_reward)
     if training and config.normalize_reward:
         env = ScaleReward(env, gamma=gamma)
+    if training and config.clip_reward is not None:
+        env = ClipReward(env, config.clip_reward)  # clips the scaled reward, as SB3's VecNormalize
     if training and config.normalize_obs and not is_atari(config.id):
         env = NormalizeObservation(env, clip=config.clip_obs)
     return env

@@ -36,14 +36,14 @@ class RunningMeanStd:
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "mean": torch.from_numpy(self.mean.copy()),
-            "var": torch.from_numpy(self.var.copy()),
+            "mean": torch.from_numpy(np.array(self.mean, dtype=np.float64)),
+            "var": torch.from_numpy(np.array(self.var, dtype=np.float64)),
             "count": float(self.count),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.mean = state["mean"].numpy().astype(np.float64)
-        self.var = state["var"].numpy().astype(np.float64)
+        self.mean = state["mean"].numpy().astype(np.float64).reshape(self.mean.shape)
+        self.var = state["var"].numpy().astype(np.float64).reshape(self.var.shape)
         self.count = float(state["count"])
 
 

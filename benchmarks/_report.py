@@ -1,0 +1,205 @@
+"""Shared helpers for the benchmark scripts: machine facts, statistics, and writing into docs/benchmarks.md.
+
+Every table in ``docs/benchmarks.md`` lives between ``<!-- BEGIN name -->`` and ``<!-- END name -->``
+markers; a script that is run with ``--write`` replaces only its own section and leaves the rest of the
+file (other sections, the claims ledger) untouched.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOC_PATH = REPO_ROOT / "docs" / "benchmarks.md"
+
+PACKAGES = ("frugalrl", "torch", "numpy", "gymnasium", "ale-py", "mujoco", "stable-baselines3")
+
+SECTIONS = {
+    "env_throughput": "## Env throughput: the env factory against a plain gymnasium loop",
+    "ppo_vs_sb3": "## PPO on CartPole-v1: frugalrl against Stable-Baselines3",
+}
+
+LEDGER = """## Claims ledger
+
+One row per claim of a seed document. A claim is only marked once a benchmark in this file
+measured it side by side, as the method above describes.
+
+| claim (seed document) | claimed | measured | verdict | command |
+| --- | --- | --- | --- | --- |
+| PivotRL: CartPole compute cut at the same score | ~50% less compute, <2% return loss | - | not yet measured | `python benchmarks/pivot_vs_ppo.py --env CartPole-v1` |
+| RLVR: 84x84 frames to a 32-dim latent | reconstruction PSNR > 30 dB | - | not yet measured | - |
+| RLVR: training cost in latent space | cost cut to 2% | - | not yet measured | - |
+| RMT: key-sample reuse | 3-5x reuse of key samples | - | not yet measured | - |
+| RMT: share of TD error in the top-10% samples | 12% -> 58% | - | not yet measured | - |
+| RMT: Pendulum return from auto-tuned learning rate | +37% | - | not yet measured | - |
+| RMT: top-k gradient fusion | 75% less communication | - | not yet measured | - |
+| PEFT: LoRA fine-tuning | 3.2% of the cost for 98% of the score | - | not yet measured | - |
+"""
+
+INTRO = """# Benchmarks
+
+## How frugalrl measures
+
+Every figure here follows the project's measurement method (`shared/benchmarking.md`): the contenders
+run side by side in one run of one script, alternating (A B A B ...), on the same seeds and budgets;
+we quote medians with min and max; CPU threads are pinned; peers run as their users run them
+(Stable-Baselines3 with RL Zoo hyperparameters, a plain gymnasium loop for env throughput); every
+table states its command, date, machine, package versions and number of seeds; a missed target is
+reported as "missed", not re-tuned.
+
+The tables below are written by the scripts in `benchmarks/` (run them with `--write`); each script
+only replaces the text between its own `BEGIN`/`END` markers.
+"""
+
+
+def _section_stub(name: str) -> str:
+    return f"{SECTIONS[name]}\n\n<!-- BEGIN {name} -->\n_Not yet run._\n<!-- END {name} -->\n"
+
+
+def _template() -> str:
+    parts = [INTRO]
+    parts.extend(_section_stub(name) for name in SECTIONS)
+    parts.append(LEDGER)
+    return "\n".join(parts)
+
+
+def cpu_model() -> str:
+    """The CPU model as ``lscpu`` names it (falls back to /proc/cpuinfo, then platform)."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True, timeout=10).stdout
+        for line in out.splitlines():
+            if line.strip().startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def nproc() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def gpu_name() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    except Exception:
+        pass
+    return "none"
+
+
+def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def git_commit() -> str:
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        return sha + (" (src/ has uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def load_average() -> str:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "unknown"
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
+def command_line() -> str:
+    """The command that is running, as a user would type it from the repository root."""
+    script = Path(sys.argv[0]).resolve()
+    try:
+        script_text = str(script.relative_to(REPO_ROOT))
+    except ValueError:
+        script_text = str(script)
+    return shlex.join(["python", script_text, *sys.argv[1:]])
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def machine_lines(command: str, load_start: str, load_end: str, extra: Sequence[str] = ()) -> list[str]:
+    """The "every table says" block: command, date, machine, versions, load, plus ``extra`` lines."""
+    versions = package_versions()
+    version_text = ", ".join(f"{k} {v}" for k, v in versions.items())
+    lines = [
+        f"- command: `{command}`",
+        f"- date: {now()}; frugalrl commit {git_commit()}",
+        f"- machine: {nproc()} CPUs (`nproc`), {cpu_model()} (`lscpu` model name), GPU: {gpu_name()}",
+        f"- versions: {version_text}",
+        f"- load average (1/5/15 min) at start: {load_start}; at end: {load_end}",
+    ]
+    lines.extend(f"- {line}" for line in extra)
+    return lines
+
+
+def summarize(values: Sequence[float]) -> tuple[float, float, float]:
+    """(median, min, max)."""
+    return statistics.median(values), min(values), max(values)
+
+
+def fmt_mmm(values: Sequence[float], fmt: str = "{:,.0f}") -> str:
+    """``median (min-max)``."""
+    med, lo, hi = summarize(values)
+    return f"{fmt.format(med)} ({fmt.format(lo)}-{fmt.format(hi)})"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    out.extend("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
+    return "\n".join(out)
+
+
+def write_section(name: str, body: str, path: Path = DOC_PATH) -> Path:
+    """Replace the text between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` in ``path``.
+
+    Creates the file from the template if it does not exist, and appends the section (before the
+    claims ledger) if the markers are missing.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text() if path.exists() else _template()
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    if begin not in text or end not in text:
+        stub = _section_stub(name) if name in SECTIONS else f"## {name}\n\n{begin}\n{end}\n"
+        marker = "## Claims ledger"
+        text = text.replace(marker, stub + "\n" + marker, 1) if marker in text else text + "\n" + stub
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    text = pattern.sub(lambda _: f"{begin}\n{body.strip()}\n{end}", text, count=1)
+    path.write_text(text)
+    return path
