@@ -29,22 +29,32 @@ SECTIONS = {
     "ppo_vs_sb3": "## PPO on CartPole-v1: frugalrl against Stable-Baselines3",
 }
 
-LEDGER = """## Claims ledger
+LEDGER_ROWS = (
+    # (claim (seed document), claimed, command)
+    (
+        "PivotRL: CartPole compute cut at the same score",
+        "~50% less compute, <2% return loss",
+        "`python benchmarks/pivot_vs_ppo.py --env CartPole-v1`",
+    ),
+    ("RLVR: 84x84 frames to a 32-dim latent", "reconstruction PSNR > 30 dB", "-"),
+    ("RLVR: training cost in latent space", "cost cut to 2%", "-"),
+    ("RMT: key-sample reuse", "3-5x reuse of key samples", "-"),
+    ("RMT: share of TD error in the top-10% samples", "12% -> 58%", "-"),
+    ("RMT: Pendulum return from auto-tuned learning rate", "+37%", "-"),
+    ("RMT: top-k gradient fusion", "75% less communication", "-"),
+    ("PEFT: LoRA fine-tuning", "3.2% of the cost for 98% of the score", "-"),
+)
 
-One row per claim of a seed document. A claim is only marked once a benchmark in this file
-measured it side by side, as the method above describes.
 
-| claim (seed document) | claimed | measured | verdict | command |
-| --- | --- | --- | --- | --- |
-| PivotRL: CartPole compute cut at the same score | ~50% less compute, <2% return loss | - | not yet measured | `python benchmarks/pivot_vs_ppo.py --env CartPole-v1` |
-| RLVR: 84x84 frames to a 32-dim latent | reconstruction PSNR > 30 dB | - | not yet measured | - |
-| RLVR: training cost in latent space | cost cut to 2% | - | not yet measured | - |
-| RMT: key-sample reuse | 3-5x reuse of key samples | - | not yet measured | - |
-| RMT: share of TD error in the top-10% samples | 12% -> 58% | - | not yet measured | - |
-| RMT: Pendulum return from auto-tuned learning rate | +37% | - | not yet measured | - |
-| RMT: top-k gradient fusion | 75% less communication | - | not yet measured | - |
-| PEFT: LoRA fine-tuning | 3.2% of the cost for 98% of the score | - | not yet measured | - |
-"""
+def _ledger() -> str:
+    rows = [[claim, claimed, "-", "not yet measured", command] for claim, claimed, command in LEDGER_ROWS]
+    table = markdown_table(["claim (seed document)", "claimed", "measured", "verdict", "command"], rows)
+    return (
+        "## Claims ledger\n\n"
+        "One row per claim of a seed document. A claim is only marked once a benchmark in this file\n"
+        "measured it side by side, as the method above describes.\n\n" + table + "\n"
+    )
+
 
 INTRO = """# Benchmarks
 
@@ -69,7 +79,7 @@ def _section_stub(name: str) -> str:
 def _template() -> str:
     parts = [INTRO]
     parts.extend(_section_stub(name) for name in SECTIONS)
-    parts.append(LEDGER)
+    parts.append(_ledger())
     return "\n".join(parts)
 
 

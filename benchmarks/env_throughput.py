@@ -38,10 +38,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import _report
 import gymnasium as gym
 import numpy as np
 import torch
+
+import _report
 
 DEFAULT_ENVS = ("CartPole-v1", "ALE/Breakout-v5", "HalfCheetah-v5")
 # Agent steps per measurement, sized so that each measurement takes roughly 1-4 s on a slow core.
@@ -240,7 +241,10 @@ def run(args: argparse.Namespace) -> str:
                 rate, n = measure(contender, steps, args.seed + repeat)
                 rates[contender.name].append(rate)
                 counted[contender.name] = n
-                print(f"{env_id:18s} repeat {repeat + 1}/{args.repeats}  {contender.name:70s} {rate:12,.0f} steps/s", flush=True)
+                print(
+                    f"{env_id:18s} repeat {repeat + 1}/{args.repeats}  {contender.name:70s} {rate:12,.0f} steps/s",
+                    flush=True,
+                )
         factory = next(c for c in contenders if c.factory)
         baseline = next(c for c in contenders if c.baseline)
         rows = []

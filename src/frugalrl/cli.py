@@ -150,8 +150,12 @@ def check(benchmark_mode: Annotated[bool, typer.Option("--benchmark-mode", help=
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the command; returns on success, exits non-zero otherwise (2 for bad input)."""
     try:
         app(args=argv, prog_name="frugalrl")
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
     except FrugalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -1,0 +1,53 @@
+"""The first pipeline: compiled to IR, and run end to end with kfp.local and a real MLflow store."""
+
+from __future__ import annotations
+
+import yaml
+from mlflow import MlflowClient
+
+from frugalrl.cli import main
+
+from .conftest import REPO
+
+
+def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
+    output = tmp_path / "pipeline.yaml"
+    main(["pipeline", "compile", "-o", str(output)])
+    ir = yaml.safe_load(output.read_text())
+    assert ir["pipelineInfo"]["name"] == "frugalrl-train"
+    tasks = ir["root"]["dag"]["tasks"]
+    assert set(tasks) == {"train", "evaluate", "register"}
+    assert tasks["evaluate"]["dependentTasks"] == ["train"]
+    assert sorted(tasks["register"]["dependentTasks"]) == ["evaluate", "train"]
+    train_outputs = ir["components"]["comp-train"]["outputDefinitions"]["artifacts"]
+    assert train_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
+    assert train_outputs["metrics"]["artifactType"]["schemaTitle"] == "system.Metrics"
+
+
+def test_local_pipeline_run_registers_champion(tmp_path, capsys):
+    overrides = ["ppo.total_timesteps=1024", "ppo.update_epochs=2", "eval.episodes=3", "name=pipeline-test"]
+    args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--root", str(tmp_path / "root")]
+    args += [arg for o in overrides for arg in ("--set", o)]
+    main(args)
+    out = capsys.readouterr().out
+    assert "registered cartpole-policy version 1" in out
+
+    client = MlflowClient()
+    champion = client.get_model_version_by_alias("cartpole-policy", "champion")
+    challenger = client.get_model_version_by_alias("cartpole-policy", "challenger")
+    assert str(champion.version) == str(challenger.version) == "1"
+    run = client.get_run(champion.run_id)
+    assert run.data.tags["frugalrl.pipeline_run_id"] not in ("", "none")
+    assert run.data.metrics["eval_episodes"] == 3
+    assert run.data.metrics["real_env_steps"] == 1024
+    assert float(champion.tags["frugalrl.eval_mean"]) > 0
+    assert champion.tags["frugalrl.config_hash"] == run.data.tags["frugalrl.config_hash"]
+
+    # A second run registers version 2; champion moves only if it evaluates better.
+    main(args)
+    capsys.readouterr()
+    second = client.get_model_version("cartpole-policy", "2")
+    now_champion = str(client.get_model_version_by_alias("cartpole-policy", "champion").version)
+    better = float(second.tags["frugalrl.eval_mean"]) > float(champion.tags["frugalrl.eval_mean"])
+    assert now_champion == ("2" if better else "1")
+    assert str(client.get_model_version_by_alias("cartpole-policy", "challenger").version) == "2"

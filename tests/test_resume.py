@@ -1,0 +1,99 @@
+"""A run killed with SIGKILL and resumed ends with the same parameters as an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import yaml
+
+from frugalrl.checkpoint import load_checkpoint, save_checkpoint
+from frugalrl.cli import main
+from frugalrl.errors import CheckpointError
+
+
+def _config_file(tmp_path):
+    data = {
+        "name": "resume",
+        "seed": 11,
+        "env": {"id": "CartPole-v1", "num_envs": 4},
+        "ppo": {"total_timesteps": 64 * 128, "num_steps": 32, "batch_size": 64, "update_epochs": 4},
+        "eval": {"episodes": 3},
+        "checkpoint": {"every_updates": 4},
+        "tracking": {"enabled": False},
+    }
+    path = tmp_path / "resume.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _frugalrl(*args):
+    return [sys.executable, "-m", "frugalrl.cli", *args]
+
+
+def _policy_params(run_dir):
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    return state["agent"]["policy"], state["agent"]["optimizer"]
+
+
+def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
+    config = _config_file(tmp_path)
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    subprocess.run(_frugalrl("train", str(config), "--out", str(straight)), check=True, capture_output=True, timeout=300)
+
+    proc = subprocess.Popen(_frugalrl("train", str(config), "--out", str(killed)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = killed / "checkpoint.pt"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    interrupted_at = load_checkpoint(checkpoint)["agent"]["update"]
+    assert 0 < interrupted_at < 64, "the kill must land mid-run for the test to mean anything"
+    assert not (killed / "summary.json").exists()
+
+    subprocess.run(_frugalrl("train", "--resume", str(killed)), check=True, capture_output=True, timeout=300)
+
+    params_a, optim_a = _policy_params(straight)
+    params_b, optim_b = _policy_params(killed)
+    assert params_a.keys() == params_b.keys()
+    for name in params_a:
+        assert torch.equal(params_a[name], params_b[name]), name
+    assert torch.equal(optim_a["state"][0]["exp_avg"], optim_b["state"][0]["exp_avg"])
+
+
+def test_corrupt_checkpoint_is_a_clear_error_and_is_kept(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(_config_file(tmp_path).read_text())
+    (run / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--resume", str(run)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: checkpoint {run / 'checkpoint.pt'} is corrupt")
+    assert (run / "checkpoint.pt").read_bytes() == b"not a checkpoint at all"
+
+
+def test_checkpoint_from_another_config_is_refused(tmp_path):
+    from frugalrl.config import load_config
+    from frugalrl.train import train
+
+    config_path = _config_file(tmp_path)
+    run = tmp_path / "run"
+    train(load_config(config_path, ["ppo.total_timesteps=512"]), run, interactive=False)
+    with pytest.raises(CheckpointError, match="different config"):
+        train(load_config(config_path), run, resume=True, interactive=False)
+
+
+def test_checkpoint_write_is_atomic(tmp_path):
+    path = tmp_path / "c.pt"
+    save_checkpoint(path, {"format": "x", "value": torch.arange(3)})
+    assert torch.equal(load_checkpoint(path)["value"], torch.arange(3))
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]  # no temp files left behind

@@ -1,0 +1,84 @@
+"""MLflow tracking on a real sqlite store: params, metrics, lineage tags, model, clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import mlflow
+import pytest
+from mlflow import MlflowClient
+
+from frugalrl.config import flatten
+from frugalrl.errors import TrackingError
+from frugalrl.policy_store import load_policy
+from frugalrl.tracking import check_tracking, promote_if_better, register_policy
+from frugalrl.train import train
+
+from .conftest import REPO, tiny_config
+
+
+def test_run_logs_params_metrics_tags_and_model(tmp_path):
+    config = tiny_config(tracking={"enabled": True, "experiment": "t"})
+    summary = train(config, tmp_path / "run", interactive=False)
+    run = MlflowClient().get_run(summary["mlflow_run_id"])
+    params = run.data.params
+    assert params["ppo.learning_rate"] == str(config.ppo.learning_rate)
+    assert set(params) == set(flatten(config.to_dict()))
+    tags = run.data.tags
+    assert tags["frugalrl.config_hash"] == config.hash()
+    assert tags["frugalrl.seed"] == "3"
+    assert tags["frugalrl.git_commit"]  # a commit hash, or "unknown" outside git
+    assert tags["frugalrl.version"]
+    metrics = run.data.metrics
+    assert metrics["eval_mean"] == pytest.approx(summary["eval_mean"])
+    assert metrics["real_env_steps"] == summary["real_env_steps"]
+    history = MlflowClient().get_metric_history(run.info.run_id, "policy_loss")
+    assert len(history) == 8  # one per update
+    artifacts = {a.path for a in MlflowClient().list_artifacts(run.info.run_id, "run")}
+    assert {"run/summary.json", "run/config.yaml", "run/checkpoint.pt", "run/policy.pt"} <= artifacts
+    policy = load_policy(summary["model_uri"])
+    assert policy.spec["env"]["id"] == "CartPole-v1"
+
+
+def test_registry_aliases_challenger_and_champion(tmp_path):
+    mlflow.set_tracking_uri(check_tracking())
+    config = tiny_config(tracking={"enabled": True})
+    summary = train(config, tmp_path / "run", interactive=False)
+    name = "tiny-policy"
+    v1 = register_policy(summary["model_uri"], name, summary["mlflow_run_id"], eval_mean=50.0)
+    assert promote_if_better(name, v1, 50.0)["promoted"] is True  # first model becomes champion
+    v2 = register_policy(summary["model_uri"], name, summary["mlflow_run_id"], eval_mean=40.0)
+    decision = promote_if_better(name, v2, 40.0)
+    client = MlflowClient()
+    assert decision["promoted"] is False
+    assert str(client.get_model_version_by_alias(name, "champion").version) == v1
+    assert str(client.get_model_version_by_alias(name, "challenger").version) == v2
+    v3 = register_policy(summary["model_uri"], name, summary["mlflow_run_id"], eval_mean=60.0)
+    assert promote_if_better(name, v3, 60.0)["promoted"] is True
+    assert str(client.get_model_version_by_alias(name, "champion").version) == v3
+    assert load_policy(f"models:/{name}@champion").spec["env"]["id"] == "CartPole-v1"
+
+
+def test_unreachable_server_fails_before_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
+    with pytest.raises(TrackingError, match="unreachable"):
+        check_tracking()
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "frugalrl.cli", "train", str(REPO / "configs/cartpole-ppo.yaml"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: MLflow server http://127.0.0.1:9 is unreachable")
+    assert "MLFLOW_TRACKING_URI" in last
+    assert not (out / "checkpoint.pt").exists() and not (out / "metrics.jsonl").exists()
+
+
+def test_sqlite_store_in_missing_folder_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/no/such/dir/mlflow.db")
+    with pytest.raises(TrackingError, match="missing or not writable"):
+        check_tracking()
