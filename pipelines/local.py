@@ -38,7 +38,9 @@ class LocalRunResult:
         ]
 
 
-def run_local(config_path: Path, overrides: list[str], model_name: str | None = None, root: Path = Path("pipeline_runs")) -> LocalRunResult:
+def run_local(
+    config_path: Path, overrides: list[str], model_name: str | None = None, root: Path = Path("pipeline_runs")
+) -> LocalRunResult:
     """Run the pipeline on this machine: kfp.local SubprocessRunner(use_venv=False), MLflow sqlite by default."""
     config = load_config(config_path, overrides)  # fail fast on a bad config, before any step starts
     uri = check_tracking(tracking_uri())

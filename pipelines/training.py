@@ -1,10 +1,9 @@
 """The first pipeline: train -> evaluate -> register (challenger, champion if better)."""
 
-from kfp import dsl
-
 from components.evaluate import evaluate
 from components.register import register
 from components.train import train
+from kfp import dsl
 
 
 @dsl.pipeline(name="frugalrl-train", description="Train a policy, evaluate it over fixed seeds, register it in MLflow.")

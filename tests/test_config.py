@@ -29,7 +29,9 @@ def test_required_configs_ship():
 
 
 def test_overrides_parse_yaml_scalars_and_nested_keys(tmp_path):
-    config = load_config(REPO / "configs/cartpole-ppo.yaml", ["ppo.learning_rate=3e-4", "env.normalize_obs=true", "seed=7"])
+    config = load_config(
+        REPO / "configs/cartpole-ppo.yaml", ["ppo.learning_rate=3e-4", "env.normalize_obs=true", "seed=7"]
+    )
     assert config.ppo.learning_rate == pytest.approx(3e-4)
     assert config.env.normalize_obs is True
     assert config.seed == 7
@@ -53,7 +55,11 @@ def _write(tmp_path: Path, data) -> Path:
 BAD_INPUTS = {
     "unknown key": ({"ppo": {"lr": 0.001}}, [], ["ppo.lr", "unknown key", "learning_rate"]),
     "wrong type": ({"ppo": {"num_steps": "many"}}, [], ["ppo.num_steps", "'many'", "integer"]),
-    "negative learning rate": ({"ppo": {"learning_rate": -0.001}}, [], ["ppo.learning_rate", "-0.001", "greater than 0"]),
+    "negative learning rate": (
+        {"ppo": {"learning_rate": -0.001}},
+        [],
+        ["ppo.learning_rate", "-0.001", "greater than 0"],
+    ),
     "unknown env id": ({"env": {"id": "NoSuchGame-v9"}}, [], ["env.id", "NoSuchGame-v9", "CartPole-v1"]),
     "not allowed choice": ({"device": "tpu"}, [], ["device", "'tpu'", "'cpu'"]),
     "batch larger than rollout": ({"ppo": {"batch_size": 100000}}, [], ["batch_size", "100000", "<= 256"]),
@@ -83,7 +89,8 @@ def test_missing_file_is_one_line(tmp_path, capsys):
         main(["config", "validate", str(tmp_path / "nope.yaml")])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {tmp_path / 'nope.yaml'}: config file not found; pass an existing YAML file such as configs/cartpole-ppo.yaml"
+    hint = "pass an existing YAML file such as configs/cartpole-ppo.yaml"
+    assert err == f"error: {tmp_path / 'nope.yaml'}: config file not found; {hint}"
 
 
 def test_bad_config_through_the_real_command_has_no_traceback(tmp_path):

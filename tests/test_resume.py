@@ -44,9 +44,13 @@ def _policy_params(run_dir):
 def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     config = _config_file(tmp_path)
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    subprocess.run(_frugalrl("train", str(config), "--out", str(straight)), check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        _frugalrl("train", str(config), "--out", str(straight)), check=True, capture_output=True, timeout=300
+    )
 
-    proc = subprocess.Popen(_frugalrl("train", str(config), "--out", str(killed)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _frugalrl("train", str(config), "--out", str(killed)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     checkpoint = killed / "checkpoint.pt"
     deadline = time.monotonic() + 120
     while not checkpoint.exists() and time.monotonic() < deadline and proc.poll() is None:

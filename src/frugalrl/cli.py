@@ -15,14 +15,20 @@ import typer
 
 from frugalrl.errors import FrugalError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="frugalrl: cheaper RL training, every run auditable.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="frugalrl: cheaper RL training, every run auditable.",
+)
 config_app = typer.Typer(no_args_is_help=True, help="Experiment configs.")
 pipeline_app = typer.Typer(no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
 app.add_typer(config_app, name="config")
 app.add_typer(pipeline_app, name="pipeline")
 
-SetOption = Annotated[list[str] | None, typer.Option("--set", help="Override a config value: --set ppo.learning_rate=3e-4")]
+SetOption = Annotated[
+    list[str] | None, typer.Option("--set", help="Override a config value: --set ppo.learning_rate=3e-4")
+]
 
 
 @app.command()
@@ -46,10 +52,15 @@ def train(
         out = resume
     else:
         if config is None or out is None:
-            raise FrugalError("train needs CONFIG and --out DIR (or --resume DIR); e.g. frugalrl train configs/cartpole-ppo.yaml --out runs/cartpole")
+            raise FrugalError(
+                "train needs CONFIG and --out DIR (or --resume DIR); "
+                "e.g. frugalrl train configs/cartpole-ppo.yaml --out runs/cartpole"
+            )
         cfg = load_config(config, overrides or [])
         summary = run_training(cfg, out)
-    typer.echo(f"eval_mean {summary['eval_mean']:.2f} +- {summary['eval_std']:.2f} over {summary['eval_episodes']} episodes")
+    typer.echo(
+        f"eval_mean {summary['eval_mean']:.2f} +- {summary['eval_std']:.2f} over {summary['eval_episodes']} episodes"
+    )
     typer.echo(f"summary: {out / 'summary.json'}")
 
 
@@ -94,8 +105,10 @@ def evaluate(
     if json_out:
         typer.echo(json.dumps({"env_id": env_config.id, **result.metrics(), "returns": result.returns}))
     else:
-        typer.echo(f"{env_config.id}: mean {result.mean:.2f}  std {result.std:.2f}  IQM {result.iqm:.2f}  "
-                   f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)")
+        typer.echo(
+            f"{env_config.id}: mean {result.mean:.2f}  std {result.std:.2f}  IQM {result.iqm:.2f}  "
+            f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)"
+        )
 
 
 def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
@@ -110,12 +123,16 @@ def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
             if str(root) not in sys.path:
                 sys.path.insert(0, str(root))
             return importlib.import_module("pipelines.local")
-    raise FrugalError("pipeline commands need a frugalrl checkout (pipelines/, components/); "
-                      "run from the repository root or set FRUGALRL_HOME to it")
+    raise FrugalError(
+        "pipeline commands need a frugalrl checkout (pipelines/, components/); "
+        "run from the repository root or set FRUGALRL_HOME to it"
+    )
 
 
 @pipeline_app.command("compile")
-def pipeline_compile(output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml")) -> None:
+def pipeline_compile(
+    output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml"),
+) -> None:
     """Compile the training pipeline to Kubeflow IR YAML."""
     compile_pipeline = _pipelines().compile_pipeline
 
@@ -139,7 +156,9 @@ def pipeline_run(
 
 
 @app.command()
-def check(benchmark_mode: Annotated[bool, typer.Option("--benchmark-mode", help="Add a short hardware probe.")] = False) -> None:
+def check(
+    benchmark_mode: Annotated[bool, typer.Option("--benchmark-mode", help="Add a short hardware probe.")] = False,
+) -> None:
     """What works on this machine: torch, ALE, MuJoCo, Box2D, MLflow, kfp."""
     from frugalrl.doctor import print_report, run_checks
 

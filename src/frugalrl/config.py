@@ -167,9 +167,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
     """Apply ``key.sub=value`` overrides; values are parsed as YAML scalars."""
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(
-                f"{source}: override {item!r} has no '='; allowed form: --set key.sub=value"
-            )
+            raise ConfigError(f"{source}: override {item!r} has no '='; allowed form: --set key.sub=value")
         path, raw = item.split("=", 1)
         keys = [k for k in path.strip().split(".") if k]
         if not keys:
@@ -228,7 +226,9 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     path = Path(path)
     source = str(path)
     if not path.is_file():
-        raise ConfigError(f"{source}: config file not found; pass an existing YAML file such as configs/cartpole-ppo.yaml")
+        raise ConfigError(
+            f"{source}: config file not found; pass an existing YAML file such as configs/cartpole-ppo.yaml"
+        )
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

@@ -1,6 +1,5 @@
 """``frugalrl check``: what works on this machine, and the fix for what does not."""
 
-
 import tempfile
 import time
 from collections.abc import Callable

@@ -37,7 +37,9 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise CheckpointError(f"policy file {path} is corrupt ({type(exc).__name__}); re-export it from its run") from None
+        raise CheckpointError(
+            f"policy file {path} is corrupt ({type(exc).__name__}); re-export it from its run"
+        ) from None
     if not isinstance(blob, dict) or blob.get("format") != POLICY_FORMAT:
         raise CheckpointError(f"{path} is not a frugalrl policy file")
     config = validate_config(blob["config"], source=str(path))
@@ -57,7 +59,6 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
     return policy.eval(), config
 
 
-
 def load_policy(uri: str) -> ExportedPolicy:
     """Load a policy from a path or an MLflow URI (``models:/...``, ``runs:/...``)."""
     if uri.startswith(("models:/", "runs:/", "m-")):
@@ -69,8 +70,10 @@ def load_policy(uri: str) -> ExportedPolicy:
         try:
             policy = mlflow.pytorch.load_model(uri, map_location="cpu")
         except Exception as exc:
-            raise TrackingError(f"cannot load model {uri} from MLflow ({str(exc).splitlines()[0][:160]}); "
-                                "check the name and alias with the MLflow UI") from None
+            raise TrackingError(
+                f"cannot load model {uri} from MLflow ({str(exc).splitlines()[0][:160]}); "
+                "check the name and alias with the MLflow UI"
+            ) from None
         if not isinstance(policy, ExportedPolicy):
             raise TrackingError(f"model {uri} is a {type(policy).__name__}, not a frugalrl policy")
         return policy.eval()

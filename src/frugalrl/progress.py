@@ -32,7 +32,9 @@ class TrainingProgress:
                 TimeRemainingColumn(),
             )
             self._progress.__enter__()
-            self._task = self._progress.add_task("train", total=self.total, completed=self._start_step, sps="-", ret="-")
+            self._task = self._progress.add_task(
+                "train", total=self.total, completed=self._start_step, sps="-", ret="-"
+            )
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -37,7 +37,9 @@ def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
         try:
             with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout_s) as response:
                 if response.status != 200:
-                    raise TrackingError(f"MLflow server {uri} answered HTTP {response.status} on /health; check the server")
+                    raise TrackingError(
+                        f"MLflow server {uri} answered HTTP {response.status} on /health; check the server"
+                    )
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise TrackingError(
@@ -50,7 +52,9 @@ def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
             db = Path.cwd() / db
         folder = db.parent
         if not folder.is_dir() or not os.access(folder, os.W_OK):
-            raise TrackingError(f"MLflow store {uri}: folder {folder} is missing or not writable; fix MLFLOW_TRACKING_URI")
+            raise TrackingError(
+                f"MLflow store {uri}: folder {folder} is missing or not writable; fix MLFLOW_TRACKING_URI"
+            )
     elif uri.startswith(("postgresql", "mysql", "file:", "databricks")) or "://" not in uri:
         pass  # the mlflow client reports these itself on first use
     return uri
@@ -108,7 +112,9 @@ class RunTracker:
             mlflow.set_experiment(self.config.tracking.experiment)
             run = mlflow.start_run(run_id=self._resume_id, run_name=None if self._resume_id else self._run_name)
         except Exception as exc:
-            raise TrackingError(f"MLflow store {self.uri} cannot start a run ({str(exc).splitlines()[0][:160]})") from None
+            raise TrackingError(
+                f"MLflow store {self.uri} cannot start a run ({str(exc).splitlines()[0][:160]})"
+            ) from None
         self.run_id = run.info.run_id
         if self._resume_id is None:
             params = {key: str(value)[:500] for key, value in flatten(self.config.to_dict()).items()}
@@ -154,7 +160,9 @@ def registry_client() -> Any:
     return MlflowClient()
 
 
-def register_policy(model_uri: str, name: str, run_id: str, eval_mean: float, tags: dict[str, str] | None = None) -> str:
+def register_policy(
+    model_uri: str, name: str, run_id: str, eval_mean: float, tags: dict[str, str] | None = None
+) -> str:
     """Register ``model_uri`` as a new version of ``name``; returns the version number."""
     import mlflow
 
@@ -178,8 +186,13 @@ def promote_if_better(name: str, version: str, eval_mean: float) -> dict[str, An
         champion = None
     if champion is None:
         client.set_registered_model_alias(name, "champion", version)
-        return {"promoted": True, "reason": "first model: no champion yet", "champion_version": version,
-                "challenger_eval_mean": eval_mean, "champion_eval_mean": None}
+        return {
+            "promoted": True,
+            "reason": "first model: no champion yet",
+            "champion_version": version,
+            "challenger_eval_mean": eval_mean,
+            "champion_eval_mean": None,
+        }
     champion_mean = float(champion.tags.get("frugalrl.eval_mean", "-inf"))
     promoted = eval_mean > champion_mean
     if promoted:

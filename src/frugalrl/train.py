@@ -51,9 +51,24 @@ from frugalrl.progress import TrainingProgress
 
 CHECKPOINT_FORMAT = "frugalrl-checkpoint-1"
 SUMMARY_KEYS = (
-    "env_id", "algo", "seed", "techniques", "real_env_steps", "virtual_env_steps", "forward_samples",
-    "backward_samples", "train_flops", "wall_s", "env_s", "learn_s", "peak_rss_mb", "eval_mean",
-    "eval_std", "eval_iqm", "eval_episodes", "mlflow_run_id",
+    "env_id",
+    "algo",
+    "seed",
+    "techniques",
+    "real_env_steps",
+    "virtual_env_steps",
+    "forward_samples",
+    "backward_samples",
+    "train_flops",
+    "wall_s",
+    "env_s",
+    "learn_s",
+    "peak_rss_mb",
+    "eval_mean",
+    "eval_std",
+    "eval_iqm",
+    "eval_episodes",
+    "mlflow_run_id",
 )
 
 
@@ -146,7 +161,9 @@ def train(
     if resume:
         state = load_checkpoint(ckpt_path)
     elif ckpt_path.exists():
-        raise FrugalError(f"{out} already holds a run (checkpoint.pt); continue it with --resume {out} or pick a new --out")
+        raise FrugalError(
+            f"{out} already holds a run (checkpoint.pt); continue it with --resume {out} or pick a new --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "config.yaml", config.to_yaml().encode())
 
@@ -174,13 +191,18 @@ def train(
     try:
         with tracker_cm as tracker:
             run_id = tracker.run_id if tracker else None
-            with TrainingProgress(agent.num_updates * agent.rollout_size, agent.global_step,
-                                  config.log_every_updates, interactive) as progress:
+            with TrainingProgress(
+                agent.num_updates * agent.rollout_size, agent.global_step, config.log_every_updates, interactive
+            ) as progress:
                 while agent.update < agent.num_updates:
                     try:
                         metrics = agent.run_update()
                     except TrainingDiverged as exc:
-                        kept = f"last good checkpoint kept at {ckpt_path}" if ckpt_path.exists() else "no checkpoint was written yet"
+                        kept = (
+                            f"last good checkpoint kept at {ckpt_path}"
+                            if ckpt_path.exists()
+                            else "no checkpoint was written yet"
+                        )
                         raise TrainingDiverged(f"{exc}; {kept}") from None
                     metrics.update(sps=agent.global_step / max(meter.wall_s, 1e-9))
                     metrics_log.write(json.dumps({"update": agent.update, "step": agent.global_step, **metrics}) + "\n")
@@ -199,7 +221,9 @@ def train(
         env.close()
 
 
-def _finish(config: ExperimentConfig, out: Path, agent: PPO, meter: CostMeter, tracker: Any, device: torch.device) -> dict[str, Any]:
+def _finish(
+    config: ExperimentConfig, out: Path, agent: PPO, meter: CostMeter, tracker: Any, device: torch.device
+) -> dict[str, Any]:
     """Export, evaluate, write summary.json, log everything to MLflow."""
     policy = export_policy(agent, config)
     save_policy(out / "policy.pt", policy, config)

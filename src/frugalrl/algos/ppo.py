@@ -44,8 +44,12 @@ class PPO:
         self.meter = meter
         self.device = device
         self.num_envs = env.num_envs
-        self.policy: ActorCritic = build_actor_critic(env.single_observation_space, env.single_action_space, config.policy).to(device)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hp.learning_rate, eps=self.hp.adam_eps, **_fast_adam(device))
+        self.policy: ActorCritic = build_actor_critic(
+            env.single_observation_space, env.single_action_space, config.policy
+        ).to(device)
+        self.optimizer = torch.optim.Adam(
+            self.policy.parameters(), lr=self.hp.learning_rate, eps=self.hp.adam_eps, **_fast_adam(device)
+        )
 
         self.rollout_size = self.num_envs * self.hp.num_steps
         self.num_updates = math.ceil(self.hp.total_timesteps / self.rollout_size)
@@ -65,7 +69,9 @@ class PPO:
         obs_dtype = torch.uint8 if obs_space.dtype == np.uint8 else torch.float32
         act_shape = action_space.shape if self.continuous else ()
         self.obs = torch.zeros((T, N, *obs_space.shape), dtype=obs_dtype, device=device)
-        self.actions = torch.zeros((T, N, *act_shape), dtype=torch.float32 if self.continuous else torch.long, device=device)
+        self.actions = torch.zeros(
+            (T, N, *act_shape), dtype=torch.float32 if self.continuous else torch.long, device=device
+        )
         self.logprobs = torch.zeros((T, N), device=device)
         self.rewards = torch.zeros((T, N), device=device)
         self.dones = torch.zeros((T, N), device=device)  # 1 where the episode ended at step t

@@ -56,4 +56,3 @@ class NatureCNN(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         # (B, C, H, W) uint8 -> (B, 512)
         return self.fc(self.convs(obs.float() / 255.0))
-
