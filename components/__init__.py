@@ -2,9 +2,11 @@
 
 Each component reads typed KFP artifacts, makes one library call, and writes typed KFP
 artifacts; MLflow logging happens inside the library. The container image is taken from
-``FRUGALRL_IMAGE`` at compile time (default: the CPU image built from ``images/``).
+``FRUGALRL_IMAGE`` at compile time; the default is the CPU image that
+``docker build -f images/Dockerfile.cpu -t frugalrl:0.1.0-cpu .`` builds. On a cluster, push
+it to your registry and compile with ``FRUGALRL_IMAGE=<registry>/frugalrl:0.1.0-cpu``.
 """
 
 import os
 
-FRUGALRL_IMAGE = os.environ.get("FRUGALRL_IMAGE", "ghcr.io/frugalrl/frugalrl:0.1.0-cpu")
+FRUGALRL_IMAGE = os.environ.get("FRUGALRL_IMAGE", "frugalrl:0.1.0-cpu")

@@ -50,26 +50,12 @@ from frugalrl.policy_store import save_policy
 from frugalrl.progress import TrainingProgress
 
 CHECKPOINT_FORMAT = "frugalrl-checkpoint-1"
+# The run contract (shared/design.md): keys every summary.json carries, whatever else it adds.
 SUMMARY_KEYS = (
-    "env_id",
-    "algo",
-    "seed",
-    "techniques",
-    "real_env_steps",
-    "virtual_env_steps",
-    "forward_samples",
-    "backward_samples",
-    "train_flops",
-    "wall_s",
-    "env_s",
-    "learn_s",
-    "peak_rss_mb",
-    "eval_mean",
-    "eval_std",
-    "eval_iqm",
-    "eval_episodes",
-    "mlflow_run_id",
-)
+    "env_id", "algo", "seed", "techniques", "real_env_steps", "virtual_env_steps", "forward_samples",
+    "backward_samples", "train_flops", "wall_s", "env_s", "learn_s", "peak_rss_mb", "eval_mean",
+    "eval_std", "eval_iqm", "eval_episodes", "mlflow_run_id",
+)  # fmt: skip
 
 
 def resolve_device(name: str) -> torch.device:
@@ -251,6 +237,8 @@ def _finish(
         "mlflow_run_id": tracker.run_id if tracker else None,
         "model_uri": None,
     }
+    missing = set(SUMMARY_KEYS) - set(summary)
+    assert not missing, f"summary.json lacks run-contract keys {sorted(missing)}"
     if tracker:
         if config.tracking.log_model:
             example = agent.next_obs[:1].cpu().numpy()

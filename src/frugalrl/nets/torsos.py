@@ -23,7 +23,7 @@ class MLP(nn.Module):
 
     def __init__(self, in_dim: int, hidden: list[int], activation: str = "tanh"):
         super().__init__()
-        layers: list[nn.Module] = [nn.Flatten()]
+        layers: list[nn.Module] = []
         for size in hidden:
             layers += [orthogonal_init(nn.Linear(in_dim, size)), ACTIVATIONS[activation]()]
             in_dim = size
@@ -31,7 +31,7 @@ class MLP(nn.Module):
         self.out_dim = in_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.body(obs)  # (B, *obs_shape) -> (B, out_dim)
+        return self.body(obs.flatten(1))  # (B, *obs_shape) -> (B, out_dim)
 
 
 class NatureCNN(nn.Module):
