@@ -10,6 +10,7 @@ from pathlib import Path
 from kfp import compiler, local
 
 from frugalrl.config import load_config
+from frugalrl.errors import PipelineFailed
 from frugalrl.tracking import check_tracking, tracking_uri
 from pipelines.training import training_pipeline
 
@@ -51,13 +52,16 @@ def run_local(
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*non-Python base image.*")
-        run = training_pipeline(
-            config_yaml=config_path.read_text(),
-            overrides=overrides,
-            model_name=name,
-            eval_episodes=config.eval.episodes,
-            eval_seed=config.eval.seed,
-        )
+        try:
+            run = training_pipeline(
+                config_yaml=config_path.read_text(),
+                overrides=overrides,
+                model_name=name,
+                eval_episodes=config.eval.episodes,
+                eval_seed=config.eval.seed,
+            )
+        except RuntimeError as exc:  # kfp.local reports a failed task this way
+            raise PipelineFailed(f"{str(exc).splitlines()[0]}; the step's log above says why") from None
     version = str(run.output)
     from frugalrl.tracking import registry_client
 

@@ -51,3 +51,16 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     better = float(second.tags["frugalrl.eval_mean"]) > float(champion.tags["frugalrl.eval_mean"])
     assert now_champion == ("2" if better else "1")
     assert str(client.get_model_version_by_alias("cartpole-policy", "challenger").version) == "2"
+
+
+def test_failed_step_is_one_clear_line(tmp_path, capsys):
+    import pytest
+
+    overrides = ["ppo.total_timesteps=256", "ppo.update_epochs=1", "eval.episodes=1", "tracking.enabled=false"]
+    args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--root", str(tmp_path / "root")]
+    args += [arg for o in overrides for arg in ("--set", o)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)  # register needs the MLflow model that train did not log
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: ") and "register" in err

@@ -32,3 +32,9 @@ class EnvError(FrugalError):
 
 class TrainingDiverged(FrugalError):
     """A loss became NaN or inf; the last good checkpoint is kept."""
+
+
+class PipelineFailed(FrugalError):
+    """A pipeline step failed; its own log (printed above) says why."""
+
+    exit_code = 1

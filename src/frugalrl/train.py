@@ -134,12 +134,11 @@ def train(
     *,
     resume: bool = False,
     interactive: bool | None = None,
-    stop_after_updates: int | None = None,
 ) -> dict[str, Any]:
     """Train a policy as ``config`` says; write the run directory; return the summary.
 
-    ``resume=True`` continues from ``out_dir/checkpoint.pt``. ``stop_after_updates`` ends the
-    process-level loop early (after a checkpoint), for tests of interruption.
+    ``resume=True`` continues from ``out_dir/checkpoint.pt``; ``interactive`` forces the rich
+    progress bar on or off (default: on when stdout is a terminal).
     """
     out = Path(out_dir)
     ckpt_path = out / CHECKPOINT_FILE
@@ -199,8 +198,6 @@ def train(
                     last = agent.update == agent.num_updates
                     if agent.update % config.checkpoint.every_updates == 0 or last:
                         save_checkpoint(ckpt_path, _checkpoint_state(agent, meter, config, run_id))
-                    if stop_after_updates is not None and agent.update >= stop_after_updates and not last:
-                        return {"stopped_at_update": agent.update}
             return _finish(config, out, agent, meter, tracker, device)
     finally:
         metrics_log.close()
