@@ -52,6 +52,7 @@ def run_local(
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*non-Python base image.*")
+        warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
         try:
             run = training_pipeline(
                 config_yaml=config_path.read_text(),
