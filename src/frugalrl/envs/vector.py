@@ -30,7 +30,6 @@ class FastSyncVectorEnv(gym.vector.VectorEnv):
         self.single_action_space = first.action_space
         self.observation_space = batch_space(first.observation_space, self.num_envs)
         self.action_space = batch_space(first.action_space, self.num_envs)
-        self._discrete = isinstance(first.action_space, gym.spaces.Discrete)
         self.metadata = {**first.metadata, "autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
         shape = first.observation_space.shape
         dtype = first.observation_space.dtype
@@ -52,9 +51,6 @@ class FastSyncVectorEnv(gym.vector.VectorEnv):
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         info: dict[str, Any] = {}
-        if self._discrete:
-            # Python ints pass gymnasium's Discrete.contains() check several times faster than numpy ints.
-            actions = np.asarray(actions).tolist()
         for i, env in enumerate(self.envs):
             obs, reward, terminated, truncated, _ = env.step(actions[i])
             self._rewards[i] = reward
