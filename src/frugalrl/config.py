@@ -97,6 +97,53 @@ class PPOConfig(_Strict):
     adam_eps: float = Field(1e-5, gt=0)
 
 
+class EvaluatorConfig(_Strict):
+    """The importance evaluator's network and training."""
+
+    hidden: list[int] = Field(default_factory=lambda: [32, 32], min_length=1)
+    learning_rate: float = Field(1e-3, gt=0, le=1.0)
+    batch_size: int = Field(256, ge=1)
+    pretrain_steps: int = Field(10_000, ge=1, description="env steps of baseline PPO collected for pretraining")
+    pretrain_epochs: int = Field(10, ge=1)
+    holdout_fraction: float = Field(0.2, gt=0, lt=1)
+
+
+class PivotConfig(_Strict):
+    """Key-state compute skipping (PivotRL): thresholds on the evaluator's score in [0, 1].
+
+    score >= high: full compute; low <= score < high: kept with probability keep_prob and
+    weighted 1 / keep_prob; score < low: skipped. During the first threshold_decay_steps env
+    steps, low is raised by threshold_boost * (1 - step / threshold_decay_steps) (the seed's
+    ``dynamic_threshold``), capped at high.
+    """
+
+    label: Literal["policy_gradient", "advantage", "grad_norm"] = "policy_gradient"
+    high: float = Field(0.8, ge=0.0, le=1.0)
+    low: float = Field(0.5, ge=0.0, le=1.0)
+    keep_prob: float = Field(0.5, gt=0.0, le=1.0)
+    warmup_steps: int = Field(1000, ge=0, description="env steps of uniform (full) compute first")
+    min_full_fraction: float = Field(0.2, ge=0.0, le=1.0, description="safety margin: share always fully computed")
+    threshold_boost: float = Field(0.2, ge=0.0, le=1.0)
+    threshold_decay_steps: int = Field(10_000, ge=1)
+    refresh_every_updates: int = Field(10, ge=0, description="evaluator fine-tuning on fresh data; 0 = never")
+    refresh_epochs: int = Field(2, ge=1)
+    evaluator_from: str | None = Field(None, description="pretrained evaluator: path or models:/name@alias")
+    evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PivotConfig:
+        if self.low > self.high:
+            raise ValueError(f"pivot.low {self.low} is above pivot.high {self.high}; allowed: low <= high")
+        return self
+
+
+class SelectionConfig(_Strict):
+    """Which samples of a minibatch get compute: all (plain), pivot (importance), random (control)."""
+
+    kind: Literal["all", "pivot", "random"] = "all"
+    random_keep_fraction: float = Field(0.35, gt=0.0, le=1.0)
+
+
 class EvalConfig(_Strict):
     episodes: int = Field(20, ge=1)
     deterministic: bool = True
@@ -124,6 +171,8 @@ class ExperimentConfig(_Strict):
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     ppo: PPOConfig = Field(default_factory=PPOConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    pivot: PivotConfig = Field(default_factory=PivotConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)

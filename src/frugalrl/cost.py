@@ -47,6 +47,9 @@ class CostMeter:
     inference_samples: int = 0
     forward_samples: int = 0
     backward_samples: int = 0
+    # Samples of auxiliary training work (e.g. an importance evaluator), by phase; their FLOPs
+    # count into train_flops, since a technique's overhead is part of what it costs.
+    aux_samples: dict[str, int] = field(default_factory=dict)
     flops_per_sample: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=lambda: {"env": 0.0, "act": 0.0, "learn": 0.0})
     started: float = field(default_factory=time.perf_counter)
@@ -72,12 +75,21 @@ class CostMeter:
         self.flops_per_sample[phase] = flops / max(samples, 1)
         return result
 
+    def count(self, phase: str, samples: int) -> None:
+        """Add ``samples`` of auxiliary training work done in ``phase``."""
+        self.aux_samples[phase] = self.aux_samples.get(phase, 0) + samples
+
+    @property
+    def aux_flops(self) -> float:
+        return sum(self.flops_per_sample.get(phase, 0.0) * n for phase, n in self.aux_samples.items())
+
     @property
     def train_flops(self) -> float:
-        """Training FLOPs: forward and backward passes of the learner's updates."""
+        """Training FLOPs: the learner's forward and backward passes, plus auxiliary training work."""
         return (
             self.flops_per_sample.get("forward", 0.0) * self.forward_samples
             + self.flops_per_sample.get("backward", 0.0) * self.backward_samples
+            + self.aux_flops
         )
 
     @property
@@ -99,6 +111,7 @@ class CostMeter:
             "inference_samples": self.inference_samples,
             "train_flops": float(self.train_flops),
             "inference_flops": float(self.inference_flops),
+            "aux_flops": float(self.aux_flops),
             "wall_s": round(self.wall_s, 3),
             "env_s": round(self.seconds.get("env", 0.0), 3),
             "act_s": round(self.seconds.get("act", 0.0), 3),

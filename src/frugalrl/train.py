@@ -48,6 +48,7 @@ from frugalrl.evaluation import evaluate_policy
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import save_policy
 from frugalrl.progress import TrainingProgress
+from frugalrl.selection import AllSamples, RandomSkip, SampleSelector
 
 CHECKPOINT_FORMAT = "frugalrl-checkpoint-1"
 # The run contract (shared/design.md): keys every summary.json carries, whatever else it adds.
@@ -68,6 +69,20 @@ def resolve_device(name: str) -> torch.device:
 
 def _base_env(env: Any) -> Any:
     return wrapper_chain(env)[-1]
+
+
+def build_selector(config: ExperimentConfig, agent: PPO, meter: CostMeter, device: torch.device) -> SampleSelector:
+    """The ``SampleSelector`` the config asks for: all samples, PivotRL importance, or the random control."""
+    kind = config.selection.kind
+    if kind == "random":
+        return RandomSkip(config.selection.random_keep_fraction)
+    if kind == "pivot":
+        from frugalrl.pivot import ImportanceSelector, initial_evaluator
+
+        evaluator, note = initial_evaluator(config.pivot, agent.env.single_observation_space)
+        print(f"pivot: {note}")
+        return ImportanceSelector(config.pivot, evaluator, agent.policy, meter, device)
+    return AllSamples()
 
 
 def export_policy(agent: PPO, config: ExperimentConfig) -> ExportedPolicy:
@@ -161,6 +176,7 @@ def train(
     env = make_vec_env(config.env, gamma=config.ppo.gamma)
     meter = CostMeter()
     agent = PPO(config, env, meter, device)
+    agent.selector = build_selector(config, agent, meter, device)
     if state is not None:
         _restore(state, agent, meter, config)
     else:
@@ -220,7 +236,7 @@ def _finish(
         "env_id": config.env.id,
         "algo": config.algo,
         "seed": config.seed,
-        "techniques": [],
+        "techniques": [agent.selector.technique] if agent.selector.technique else [],
         **meter.summary(),
         **result.metrics(),
         "eval_s": round(eval_s, 3),

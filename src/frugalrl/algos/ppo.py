@@ -27,6 +27,7 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
 from frugalrl.nets.policy import ActorCritic, build_actor_critic
+from frugalrl.selection import AllSamples, RolloutBatch, SampleSelector
 
 
 def _fast_adam(device: torch.device) -> dict[str, bool]:
@@ -34,10 +35,24 @@ def _fast_adam(device: torch.device) -> dict[str, bool]:
     return {"fused": True} if device.type in ("cpu", "cuda") else {}
 
 
+def _weighted_mean(values: torch.Tensor, weights: torch.Tensor | None, denominator: float) -> torch.Tensor:
+    """``sum(w * values) / denominator``; a plain mean when every weight is 1 (the fast path)."""
+    if weights is None:
+        return values.sum() / denominator if denominator != len(values) else values.mean()
+    return (weights * values).sum() / denominator
+
+
 class PPO:
     """The PPO learner. ``run_update()`` does one collect-and-learn cycle."""
 
-    def __init__(self, config: ExperimentConfig, env: gym.vector.VectorEnv, meter: CostMeter, device: torch.device):
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        env: gym.vector.VectorEnv,
+        meter: CostMeter,
+        device: torch.device,
+        selector: SampleSelector | None = None,
+    ):
         self.config = config
         self.hp = config.ppo
         self.env = env
@@ -47,6 +62,7 @@ class PPO:
         self.policy: ActorCritic = build_actor_critic(
             env.single_observation_space, env.single_action_space, config.policy
         ).to(device)
+        self.selector: SampleSelector = selector or AllSamples()  # which samples get compute
         self.optimizer = torch.optim.Adam(
             self.policy.parameters(), lr=self.hp.learning_rate, eps=self.hp.adam_eps, **_fast_adam(device)
         )
@@ -76,6 +92,8 @@ class PPO:
         self.rewards = torch.zeros((T, N), device=device)
         self.dones = torch.zeros((T, N), device=device)  # 1 where the episode ended at step t
         self.values = torch.zeros((T, N), device=device)
+        num_params = 2 * int(np.prod(act_shape)) if self.continuous else int(action_space.n)
+        self.dist_params = torch.zeros((T, N, num_params), device=device)  # log-probs, or mean and log-std
         self.next_obs: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ helpers
@@ -101,9 +119,11 @@ class PPO:
             obs = self.next_obs
             self.obs[t] = obs
             with self.meter.timed("act"):
-                action, logprob, value = self.meter.run_counted("act", lambda o=obs: self.policy.act(o), self.num_envs)
+                action, logprob, value, params = self.meter.run_counted(
+                    "act", lambda o=obs: self.policy.act(o), self.num_envs
+                )
             self.meter.inference_samples += self.num_envs
-            self.actions[t], self.logprobs[t], self.values[t] = action, logprob, value
+            self.actions[t], self.logprobs[t], self.values[t], self.dist_params[t] = action, logprob, value, params
 
             with self.meter.timed("env"):
                 next_obs, reward, terminated, truncated, info = self.env.step(self._env_action(action))
@@ -157,18 +177,27 @@ class PPO:
         b_logprobs = self.logprobs.reshape(-1)
         b_advantages = advantages.reshape(-1)
         b_returns = returns.reshape(-1)
+        b_values = self.values.reshape(-1)
+        batch = RolloutBatch(
+            b_obs, b_actions, b_logprobs, self.dist_params.reshape(self.rollout_size, -1), b_advantages, b_returns
+        )
+        self.selector.on_rollout(batch, self.global_step)
 
         stats: list[torch.Tensor] = []  # one row of detached scalars per minibatch, read once at the end
         stop = False
         for _epoch in range(hp.update_epochs):
             order = torch.randperm(self.rollout_size, device=self.device)
             for start in range(0, self.rollout_size, hp.batch_size):
-                idx = order[start : start + hp.batch_size]  # (M,)
-                m = len(idx)
+                mb = order[start : start + hp.batch_size]  # (M,) the minibatch
+                chosen = self.selector.select(mb, self.global_step)
+                idx, weights, denominator = chosen.indices, chosen.weights, chosen.denominator  # (k,) kept
+                k = len(idx)
+                if k == 0:
+                    continue
                 newlogprob, entropy, newvalue = self.meter.run_counted(
-                    "forward", lambda i=idx: self.policy.evaluate(b_obs[i], b_actions[i]), m
+                    "forward", lambda i=idx: self.policy.evaluate(b_obs[i], b_actions[i]), k
                 )
-                self.meter.forward_samples += m
+                self.meter.forward_samples += k
                 logratio = newlogprob - b_logprobs[idx]
                 ratio = logratio.exp()
                 with torch.no_grad():
@@ -178,16 +207,18 @@ class PPO:
                     break
 
                 adv = b_advantages[idx]
-                if hp.norm_adv and m > 1:
-                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
+                if hp.norm_adv and len(mb) > 1:  # statistics of the whole minibatch, kept or not
+                    mb_adv = b_advantages[mb] if k < len(mb) else adv
+                    adv = (adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                policy_term = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
                 if hp.clip_vloss:
-                    old_values = self.values.reshape(-1)[idx]
-                    clipped = old_values + (newvalue - old_values).clamp(-clip, clip)
-                    value_loss = torch.max((newvalue - b_returns[idx]) ** 2, (clipped - b_returns[idx]) ** 2).mean()
+                    clipped = b_values[idx] + (newvalue - b_values[idx]).clamp(-clip, clip)
+                    value_term = torch.max((newvalue - b_returns[idx]) ** 2, (clipped - b_returns[idx]) ** 2)
                 else:
-                    value_loss = ((newvalue - b_returns[idx]) ** 2).mean()
-                entropy_mean = entropy.mean()
+                    value_term = (newvalue - b_returns[idx]) ** 2
+                policy_loss = _weighted_mean(policy_term, weights, denominator)
+                value_loss = _weighted_mean(value_term, weights, denominator)
+                entropy_mean = _weighted_mean(entropy, weights, denominator)
                 loss = policy_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy_mean
                 if not torch.isfinite(loss):
                     raise TrainingDiverged(
@@ -196,8 +227,8 @@ class PPO:
                     )
 
                 self.optimizer.zero_grad(set_to_none=True)
-                self.meter.run_counted("backward", loss.backward, m)
-                self.meter.backward_samples += m
+                self.meter.run_counted("backward", loss.backward, k)
+                self.meter.backward_samples += k
                 nn.utils.clip_grad_norm_(self.policy.parameters(), hp.max_grad_norm)
                 self.optimizer.step()
 
@@ -210,11 +241,12 @@ class PPO:
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         means = torch.stack(stats).mean(0).tolist() if stats else [0.0] * len(names)
         metrics = dict(zip(names, means, strict=True))
-        values, targets = self.values.reshape(-1), b_returns
-        metrics["explained_variance"] = float(1 - (targets - values).var() / (targets.var() + 1e-8))
+        metrics["explained_variance"] = float(1 - (b_returns - b_values).var() / (b_returns.var() + 1e-8))
         metrics["learning_rate"] = lr
         metrics["clip_coef"] = clip
         metrics["early_stop"] = float(stop)
+        if hasattr(self.selector, "metrics"):
+            metrics.update(self.selector.metrics())
         return metrics
 
     def run_update(self) -> dict[str, float]:
@@ -242,6 +274,7 @@ class PPO:
             "next_obs": self.next_obs,
             "recent_returns": list(self.recent_returns),
             "recent_lengths": list(self.recent_lengths),
+            "selector": self.selector.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -252,3 +285,4 @@ class PPO:
         self.next_obs = state["next_obs"].to(self.device)
         self.recent_returns.extend(state["recent_returns"])
         self.recent_lengths.extend(state["recent_lengths"])
+        self.selector.load_state_dict(state["selector"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -16,6 +16,13 @@ from frugalrl.nets.torsos import MLP, NatureCNN, orthogonal_init
 
 def _is_image(space: gym.spaces.Box) -> bool:
     return space.dtype == np.uint8 and len(space.shape) == 3
+
+
+class ActOutput(NamedTuple):
+    action: torch.Tensor  # (B,) or (B, act_dim)
+    logprob: torch.Tensor  # (B,)
+    value: torch.Tensor  # (B,)
+    dist_params: torch.Tensor  # (B, P): log-probabilities, or mean and log-std
 
 
 class ActorCritic(nn.Module):
@@ -43,11 +50,11 @@ class ActorCritic(nn.Module):
         features = self.actor(obs) if self.critic is None else self.critic(obs)
         return self.value(features).squeeze(-1)
 
-    def act(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample (or take the mode of) an action: returns action, log-prob, value."""
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """Sample (or take the mode of) an action: action, log-prob, value and distribution parameters."""
         params, value = self(obs)
         action = self.head.mode(params) if deterministic else self.head.sample(params)
-        return action, self.head.log_prob(params, action), value
+        return ActOutput(action, self.head.log_prob(params, action), value, params)
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Log-prob and entropy of given actions, and values: what the PPO loss needs."""
@@ -109,8 +116,7 @@ class ExportedPolicy(nn.Module):
         return scaled.clamp(-self.clip_obs, self.clip_obs).float()
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> torch.Tensor:
-        action, _, _ = self.actor_critic.act(self.preprocess(obs), deterministic=deterministic)
-        return action
+        return self.actor_critic.act(self.preprocess(obs), deterministic=deterministic).action
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.act(obs, deterministic=True)

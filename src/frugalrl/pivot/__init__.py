@@ -1,0 +1,64 @@
+"""Key-state compute skipping (PivotRL): score states by importance, compute only what matters.
+
+``ImportanceEvaluator`` scores states; ``ImportanceSelector`` is the PPO ``SampleSelector``
+that keeps, down-samples or skips each sample by its score; ``pretrain_evaluator`` trains an
+evaluator on labelled rollouts of baseline PPO before the main run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from frugalrl.config import PivotConfig
+from frugalrl.pivot.evaluator import (
+    ImportanceEvaluator,
+    adapt_to,
+    build_evaluator,
+    load_evaluator,
+    save_evaluator,
+)
+from frugalrl.pivot.scheduler import ImportanceSelector, fit_evaluator
+
+
+def load_evaluator_uri(uri: str) -> ImportanceEvaluator:
+    """An evaluator from a path (file or run directory) or an MLflow model URI (``models:/...``)."""
+    if not uri.startswith(("models:/", "runs:/")):
+        return load_evaluator(Path(uri))
+    import mlflow
+    import mlflow.artifacts
+
+    from frugalrl.errors import TrackingError
+    from frugalrl.tracking import check_tracking
+
+    mlflow.set_tracking_uri(check_tracking())
+    try:
+        local = mlflow.artifacts.download_artifacts(artifact_uri=uri)
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:160]
+        raise TrackingError(f"cannot fetch evaluator {uri} from MLflow ({reason}); check the name and alias") from None
+    found = sorted(Path(local).rglob("evaluator.pt"))
+    if not found:
+        raise TrackingError(f"{uri} holds no evaluator.pt; register one with `frugalrl pretrain evaluator`")
+    return load_evaluator(found[0])
+
+
+def initial_evaluator(config: PivotConfig, obs_space: Any) -> tuple[ImportanceEvaluator, str]:
+    """A fresh evaluator, or the pretrained one of ``pivot.evaluator_from`` adapted to this task."""
+    if config.evaluator_from is None:
+        return build_evaluator(obs_space, config.evaluator.hidden), "evaluator trained from scratch during warm-up"
+    evaluator, note = adapt_to(load_evaluator_uri(config.evaluator_from), obs_space)
+    return evaluator, f"evaluator from {config.evaluator_from}: {note}"
+
+
+__all__ = [
+    "ImportanceEvaluator",
+    "ImportanceSelector",
+    "adapt_to",
+    "build_evaluator",
+    "fit_evaluator",
+    "initial_evaluator",
+    "load_evaluator",
+    "load_evaluator_uri",
+    "save_evaluator",
+]

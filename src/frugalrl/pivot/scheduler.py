@@ -1,0 +1,168 @@
+"""The dynamic sampling scheduler: PivotRL's importance-based ``SampleSelector`` for PPO.
+
+Per minibatch sample, with the evaluator's score s in [0, 1] and thresholds low <= high:
+
+- s >= high: full forward and backward pass, weight 1;
+- low <= s < high: kept with probability p, weight 1 / p (down-sampling, unbiased for this band);
+- s < low: skipped, no compute at all.
+
+The weighted loss is divided by the number of full and middle-band samples, so it is an
+unbiased estimate of the mean loss over the samples not skipped. Around that rule:
+
+- warm-up: the first ``warmup_steps`` env steps compute every sample, while the evaluator
+  learns from each rollout;
+- safety margin: at least ``min_full_fraction`` of each minibatch gets full compute (the
+  highest-scored samples are promoted when too few pass ``high``);
+- dynamic threshold: ``low`` starts ``threshold_boost`` higher and decays linearly to its base
+  over ``threshold_decay_steps`` (the seed's ``dynamic_threshold``);
+- refresh: every ``refresh_every_updates`` updates the evaluator is fine-tuned on fresh labels
+  from the current rollout, so it follows the policy as it changes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from frugalrl.config import PivotConfig
+from frugalrl.cost import CostMeter
+from frugalrl.nets.policy import ActorCritic
+from frugalrl.pivot.evaluator import ImportanceEvaluator
+from frugalrl.pivot.labels import compute_labels, rank_normalize
+from frugalrl.selection import RolloutBatch, Selection
+
+
+def fit_evaluator(
+    evaluator: ImportanceEvaluator,
+    optimizer: torch.optim.Optimizer,
+    obs: torch.Tensor,
+    targets: torch.Tensor,
+    epochs: int,
+    batch_size: int,
+    meter: CostMeter | None = None,
+) -> float:
+    """Regress the evaluator's scores on rank targets in [0, 1] (MSE); returns the last epoch's loss."""
+    n = obs.shape[0]
+    last = 0.0
+    for _ in range(epochs):
+        order = torch.randperm(n, device=obs.device)
+        total = 0.0
+        for start in range(0, n, batch_size):
+            idx = order[start : start + batch_size]
+
+            def step(i: torch.Tensor = idx) -> torch.Tensor:
+                loss = torch.nn.functional.mse_loss(evaluator(obs[i]), targets[i])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                return loss.detach()
+
+            loss = meter.run_counted("evaluator_train", step, len(idx)) if meter else step()
+            if meter:
+                meter.count("evaluator_train", len(idx))
+            total += float(loss) * len(idx)
+        last = total / n
+    return last
+
+
+class ImportanceSelector:
+    """PivotRL's selector: scores each rollout once, then keeps samples by the threshold rule."""
+
+    technique = "pivot"
+
+    def __init__(
+        self,
+        config: PivotConfig,
+        evaluator: ImportanceEvaluator,
+        policy: ActorCritic,
+        meter: CostMeter,
+        device: torch.device,
+    ):
+        self.config = config
+        self.evaluator = evaluator.to(device)
+        self.optimizer = torch.optim.Adam(self.evaluator.parameters(), lr=config.evaluator.learning_rate)
+        self.policy = policy
+        self.meter = meter
+        self.scores: torch.Tensor | None = None
+        self.updates_seen = 0
+        self.last_fit_loss = float("nan")
+        self._kept = 0
+        self._seen = 0
+
+    def thresholds(self, step: int) -> tuple[float, float]:
+        """(low, high) at env step ``step``: low decays from low + boost to low."""
+        cfg = self.config
+        low = cfg.low + cfg.threshold_boost * max(0.0, 1.0 - step / cfg.threshold_decay_steps)
+        return min(low, cfg.high), cfg.high
+
+    def in_warmup(self, step: int) -> bool:
+        return step < self.config.warmup_steps
+
+    def on_rollout(self, batch: RolloutBatch, step: int) -> None:
+        cfg = self.config
+        every = cfg.refresh_every_updates
+        if self.in_warmup(step) or (every and self.updates_seen % every == 0):
+            self.refresh(batch)
+        self.updates_seen += 1
+        if self.in_warmup(step):
+            self.scores = None
+            return
+        with torch.no_grad():
+            self.scores = self.meter.run_counted("evaluator_score", lambda: self.evaluator(batch.obs), len(batch.obs))
+        self.meter.count("evaluator_score", len(batch.obs))
+
+    def refresh(self, batch: RolloutBatch) -> None:
+        """Fine-tune the evaluator on this rollout's labels (rank-normalised)."""
+        kind = self.config.label
+        raw = self.meter.run_counted(
+            "label",
+            lambda: compute_labels(kind, self.policy, batch.obs, batch.actions, batch.advantages, batch.dist_params),
+            len(batch.obs),
+        )
+        if kind == "grad_norm":  # the only label that costs network passes
+            self.meter.count("label", len(batch.obs))
+        targets = rank_normalize(raw.detach())
+        ev = self.config.evaluator
+        self.last_fit_loss = fit_evaluator(
+            self.evaluator, self.optimizer, batch.obs, targets, self.config.refresh_epochs, ev.batch_size, self.meter
+        )
+
+    def select(self, indices: torch.Tensor, step: int) -> Selection:
+        m = len(indices)
+        self._seen += m
+        if self.scores is None or self.in_warmup(step):
+            self._kept += m
+            return Selection(indices, None, float(m))
+        scores = self.scores[indices]
+        low, high = self.thresholds(step)
+        full = scores >= high
+        need = math.ceil(self.config.min_full_fraction * m)
+        if int(full.sum()) < need:  # safety margin: promote the highest-scored samples
+            full[scores.topk(need).indices] = True
+        middle = ~full & (scores >= low)
+        p = self.config.keep_prob
+        kept_middle = middle & (torch.rand(m, device=indices.device) < p)
+        keep = full | kept_middle
+        weights = torch.where(full, 1.0, 1.0 / p)[keep]
+        self._kept += int(keep.sum())
+        return Selection(indices[keep], weights, float(full.sum() + middle.sum()))
+
+    def metrics(self) -> dict[str, float]:
+        """Kept fraction since the last call, evaluator fit loss."""
+        kept = self._kept / self._seen if self._seen else 1.0
+        self._kept = self._seen = 0
+        return {"pivot_kept_fraction": kept, "pivot_evaluator_loss": self.last_fit_loss}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "evaluator": self.evaluator.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "updates_seen": self.updates_seen,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.evaluator.load_state_dict(state["evaluator"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates_seen = int(state["updates_seen"])
