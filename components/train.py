@@ -1,17 +1,30 @@
 """Component ``train``: config text in, a run directory (Model) and its metrics out."""
 
 from kfp import dsl
-from kfp.dsl import Metrics, Model, Output
+from kfp.dsl import Input, Metrics, Model, Output
 
 from components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
-def train(config_yaml: str, overrides: list, pipeline_run_id: str, model: Output[Model], metrics: Output[Metrics]):
-    """Train a policy with ``frugalrl.steps.train_step``; the Model artifact is the run directory."""
+def train(
+    config_yaml: str,
+    overrides: list,
+    pipeline_run_id: str,
+    model: Output[Model],
+    metrics: Output[Metrics],
+    evaluator: Input[Model] = None,
+):
+    """Train a policy with ``frugalrl.steps.train_step``; the Model artifact is the run directory.
+
+    ``evaluator``: a pretrained importance evaluator (PivotRL), when the config enables it.
+    """
     from frugalrl.steps import train_step
 
-    summary = train_step(config_yaml, [str(o) for o in overrides], model.path, pipeline_run_id)
+    overrides = [str(o) for o in overrides]
+    if evaluator is not None:
+        overrides.append(f"pivot.evaluator_from={evaluator.path}")
+    summary = train_step(config_yaml, overrides, model.path, pipeline_run_id)
     model.metadata.update(
         {
             "env_id": summary["env_id"],

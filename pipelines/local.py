@@ -11,14 +11,15 @@ from kfp import compiler, local
 
 from frugalrl.config import load_config
 from frugalrl.errors import PipelineFailed
-from frugalrl.tracking import check_tracking, tracking_uri
-from pipelines.training import training_pipeline
+from frugalrl.tracking import check_tracking, task_name, tracking_uri
+from pipelines.training import pipeline_for
 
 
-def compile_pipeline(output: Path) -> Path:
-    """Write the Kubeflow IR YAML of the training pipeline."""
+def compile_pipeline(output: Path, config_path: Path | None = None) -> Path:
+    """Write the Kubeflow IR YAML of the pipeline ``config_path`` needs (the plain one without a config)."""
+    kind = load_config(config_path).selection.kind if config_path else "all"
     output.parent.mkdir(parents=True, exist_ok=True)
-    compiler.Compiler().compile(training_pipeline, str(output))
+    compiler.Compiler().compile(pipeline_for(kind), str(output))
     return output
 
 
@@ -46,7 +47,7 @@ def run_local(
     config = load_config(config_path, overrides)  # fail fast on a bad config, before any step starts
     uri = check_tracking(tracking_uri())
     os.environ["MLFLOW_TRACKING_URI"] = uri  # steps run as subprocesses, possibly in other directories
-    name = model_name or f"{config.env.id.split('/')[-1].split('-v')[0].lower()}-policy"
+    name = model_name or f"{task_name(config.env.id)}-policy"
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
@@ -54,7 +55,7 @@ def run_local(
         warnings.filterwarnings("ignore", message=".*non-Python base image.*")
         warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
         try:
-            run = training_pipeline(
+            run = pipeline_for(config.selection.kind)(
                 config_yaml=config_path.read_text(),
                 overrides=overrides,
                 model_name=name,
@@ -67,4 +68,4 @@ def run_local(
     from frugalrl.tracking import registry_client
 
     tags = registry_client().get_model_version(name, version).tags
-    return LocalRunResult(name, version, uri, root, float(tags.get("frugalrl.eval_mean", "nan")))
+    return LocalRunResult(name, version, uri, root, float(tags.get("frugalrl.score", "nan")))

@@ -1,12 +1,28 @@
-"""The first pipeline: train -> evaluate -> register (challenger, champion if better)."""
+"""The training pipeline: [collect -> pretrain evaluator ->] train -> evaluate -> register.
 
+The evaluator branch (PivotRL) exists only in the pipeline built for a config that enables it
+(``selection.kind: pivot``); other configs compile to the three-step graph.
+"""
+
+from components.collect_rollouts import collect_rollouts
 from components.evaluate import evaluate
+from components.pretrain_evaluator import pretrain_evaluator
 from components.register import register
 from components.train import train
 from kfp import dsl
 
+DESCRIPTION = "Train a policy, evaluate it over fixed seeds, register it in MLflow."
 
-@dsl.pipeline(name="frugalrl-train", description="Train a policy, evaluate it over fixed seeds, register it in MLflow.")
+
+def _evaluate_and_register(trained: dsl.PipelineTask, model_name: str, eval_episodes: int, eval_seed: int) -> str:
+    evaluated = evaluate(model=trained.outputs["model"], episodes=eval_episodes, seed=eval_seed)
+    evaluated.set_display_name("evaluate over fixed seeds")
+    registered = register(model=trained.outputs["model"], eval_mean=evaluated.outputs["Output"], model_name=model_name)
+    registered.set_display_name("register and promote")
+    return registered.outputs["Output"]
+
+
+@dsl.pipeline(name="frugalrl-train", description=DESCRIPTION)
 def training_pipeline(
     config_yaml: str,
     model_name: str,
@@ -16,8 +32,31 @@ def training_pipeline(
 ) -> str:
     trained = train(config_yaml=config_yaml, overrides=overrides, pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
     trained.set_display_name("train policy")
-    evaluated = evaluate(model=trained.outputs["model"], episodes=eval_episodes, seed=eval_seed)
-    evaluated.set_display_name("evaluate over fixed seeds")
-    registered = register(model=trained.outputs["model"], eval_mean=evaluated.outputs["Output"], model_name=model_name)
-    registered.set_display_name("register and promote")
-    return registered.outputs["Output"]
+    return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
+
+
+@dsl.pipeline(name="frugalrl-train-pivot", description=DESCRIPTION + " With a pretrained importance evaluator.")
+def pivot_training_pipeline(
+    config_yaml: str,
+    model_name: str,
+    overrides: list = [],  # noqa: B006 - KFP needs a literal default
+    eval_episodes: int = 20,
+    eval_seed: int = 10_000,
+) -> str:
+    collected = collect_rollouts(config_yaml=config_yaml, overrides=overrides)
+    collected.set_display_name("collect labelled rollouts")
+    pretrained = pretrain_evaluator(config_yaml=config_yaml, overrides=overrides, dataset=collected.outputs["dataset"])
+    pretrained.set_display_name("pretrain importance evaluator")
+    trained = train(
+        config_yaml=config_yaml,
+        overrides=overrides,
+        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        evaluator=pretrained.outputs["evaluator"],
+    )
+    trained.set_display_name("train policy (PivotRL)")
+    return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
+
+
+def pipeline_for(selection_kind: str) -> dsl.graph_component.GraphComponent:
+    """The pipeline a config needs: the evaluator branch only when it enables PivotRL."""
+    return pivot_training_pipeline if selection_kind == "pivot" else training_pipeline

@@ -40,7 +40,7 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     assert run.data.tags["frugalrl.pipeline_run_id"] not in ("", "none")
     assert run.data.metrics["eval_episodes"] == 3
     assert run.data.metrics["real_env_steps"] == 1024
-    assert float(champion.tags["frugalrl.eval_mean"]) > 0
+    assert float(champion.tags["frugalrl.score"]) > 0
     assert champion.tags["frugalrl.config_hash"] == run.data.tags["frugalrl.config_hash"]
 
     # A second run registers version 2; champion moves only if it evaluates better.
@@ -48,7 +48,7 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     capsys.readouterr()
     second = client.get_model_version("cartpole-policy", "2")
     now_champion = str(client.get_model_version_by_alias("cartpole-policy", "champion").version)
-    better = float(second.tags["frugalrl.eval_mean"]) > float(champion.tags["frugalrl.eval_mean"])
+    better = float(second.tags["frugalrl.score"]) > float(champion.tags["frugalrl.score"])
     assert now_champion == ("2" if better else "1")
     assert str(client.get_model_version_by_alias("cartpole-policy", "challenger").version) == "2"
 

@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from frugalrl.config import flatten
 from frugalrl.errors import TrackingError
 from frugalrl.policy_store import load_policy
-from frugalrl.tracking import check_tracking, promote_if_better, register_policy
+from frugalrl.tracking import check_tracking, promote_if_better, register_model
 from frugalrl.train import train
 
 from .conftest import REPO, tiny_config
@@ -46,15 +46,15 @@ def test_registry_aliases_challenger_and_champion(tmp_path):
     config = tiny_config(tracking={"enabled": True})
     summary = train(config, tmp_path / "run", interactive=False)
     name = "tiny-policy"
-    v1 = register_policy(summary["model_uri"], name, summary["mlflow_run_id"], eval_mean=50.0)
+    v1 = register_model(summary["model_uri"], name, summary["mlflow_run_id"], 50.0, "eval_mean")
     assert promote_if_better(name, v1, 50.0)["promoted"] is True  # first model becomes champion
-    v2 = register_policy(summary["model_uri"], name, summary["mlflow_run_id"], eval_mean=40.0)
+    v2 = register_model(summary["model_uri"], name, summary["mlflow_run_id"], 40.0, "eval_mean")
     decision = promote_if_better(name, v2, 40.0)
     client = MlflowClient()
     assert decision["promoted"] is False
     assert str(client.get_model_version_by_alias(name, "champion").version) == v1
     assert str(client.get_model_version_by_alias(name, "challenger").version) == v2
-    v3 = register_policy(summary["model_uri"], name, summary["mlflow_run_id"], eval_mean=60.0)
+    v3 = register_model(summary["model_uri"], name, summary["mlflow_run_id"], 60.0, "eval_mean")
     assert promote_if_better(name, v3, 60.0)["promoted"] is True
     assert str(client.get_model_version_by_alias(name, "champion").version) == v3
     assert load_policy(f"models:/{name}@champion").spec["env"]["id"] == "CartPole-v1"

@@ -22,9 +22,11 @@ app = typer.Typer(
     help="frugalrl: cheaper RL training, every run auditable.",
 )
 config_app = typer.Typer(no_args_is_help=True, help="Experiment configs.")
+pretrain_app = typer.Typer(no_args_is_help=True, help="Pretraining steps: importance evaluator.")
 pipeline_app = typer.Typer(no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
 app.add_typer(config_app, name="config")
 app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(pretrain_app, name="pretrain")
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a config value: --set ppo.learning_rate=3e-4")
@@ -62,6 +64,26 @@ def train(
         f"eval_mean {summary['eval_mean']:.2f} +- {summary['eval_std']:.2f} over {summary['eval_episodes']} episodes"
     )
     typer.echo(f"summary: {out / 'summary.json'}")
+
+
+@pretrain_app.command("evaluator")
+def pretrain_evaluator_command(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML (its pivot section).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write evaluator.pt, metrics, summary.")],
+    dataset: Annotated[
+        Path | None, typer.Option(help="A labelled dataset.npz to train on instead of collecting.")
+    ] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Pretrain the PivotRL importance evaluator on labelled baseline-PPO rollouts."""
+    from frugalrl.config import load_config
+    from frugalrl.pivot.pretrain import pretrain_evaluator
+
+    summary = pretrain_evaluator(load_config(config, overrides or []), out, dataset)
+    typer.echo(f"held-out Spearman {summary['spearman']:.3f} on {summary['test_samples']} samples")
+    if summary.get("registered_model"):
+        typer.echo(f"registered {summary['registered_model']} version {summary['registered_version']}")
+    typer.echo(f"evaluator: {out / 'evaluator.pt'}")
 
 
 @config_app.command("validate")
@@ -132,11 +154,12 @@ def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
 @pipeline_app.command("compile")
 def pipeline_compile(
     output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml"),
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Compile the graph this config needs.")] = None,
 ) -> None:
     """Compile the training pipeline to Kubeflow IR YAML."""
     compile_pipeline = _pipelines().compile_pipeline
 
-    compile_pipeline(output)
+    compile_pipeline(output, config)
     typer.echo(f"compiled: {output}")
 
 

@@ -24,6 +24,22 @@ def train_step(config_yaml: str, overrides: list[str], out_dir: str, pipeline_ru
     return train(config, out_dir, interactive=False)
 
 
+def collect_step(config_yaml: str, overrides: list[str], dataset_path: str) -> dict[str, Any]:
+    """Baseline-PPO rollouts with importance labels, saved as an npz dataset (PivotRL pretraining input)."""
+    from frugalrl.pivot.pretrain import collect_dataset
+
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    return collect_dataset(config, Path(dataset_path))
+
+
+def pretrain_evaluator_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
+    """Fit and register the importance evaluator on a collected dataset; ``out_dir`` gets evaluator.pt."""
+    from frugalrl.pivot.pretrain import pretrain_evaluator
+
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    return pretrain_evaluator(config, Path(out_dir), dataset=Path(dataset_path))
+
+
 def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = True) -> dict[str, Any]:
     """Evaluate the policy of a run directory over fixed seeds."""
     from frugalrl.evaluation import evaluate_policy
@@ -37,14 +53,14 @@ def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = 
 def register_step(run_dir: str, model_name: str, eval_mean: float) -> dict[str, Any]:
     """Register the run's logged policy, alias it ``challenger``, and promote it if it beats ``champion``."""
     from frugalrl.errors import TrackingError
-    from frugalrl.tracking import promote_if_better, register_policy
+    from frugalrl.tracking import promote_if_better, register_model
 
     summary = json.loads((Path(run_dir) / "summary.json").read_text())
     model_uri, run_id = summary.get("model_uri"), summary.get("mlflow_run_id")
     if not model_uri or not run_id:
         raise TrackingError(f"run {run_dir} logged no MLflow model; train with tracking.enabled and tracking.log_model")
     lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
-    version = register_policy(model_uri, model_name, run_id, eval_mean, tags=lineage)
+    version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
     decision = promote_if_better(model_name, version, eval_mean)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
 
@@ -56,7 +72,7 @@ def registration_markdown(result: dict[str, Any]) -> str:
         f"# {result['model_name']} version {result['version']}\n\n"
         f"- decision: {verdict}\n"
         f"- reason: {result['reason']}\n"
-        f"- challenger eval mean: {result['challenger_eval_mean']:.2f}\n"
+        f"- challenger eval mean: {result['challenger_score']:.2f}\n"
         f"- champion version now: {result['champion_version']}\n"
         f"- logged model: `{result['model_uri']}`\n"
     )

@@ -160,19 +160,29 @@ def registry_client() -> Any:
     return MlflowClient()
 
 
-def register_policy(
-    model_uri: str, name: str, run_id: str, eval_mean: float, tags: dict[str, str] | None = None
+def task_name(env_id: str) -> str:
+    """``ALE/Breakout-v5`` -> ``breakout``, ``CartPole-v1`` -> ``cartpole``: the prefix of registered names."""
+    return env_id.split("/")[-1].split("-v")[0].lower()
+
+
+def register_model(
+    model_uri: str, name: str, run_id: str, score: float, score_name: str, tags: dict[str, str] | None = None
 ) -> str:
-    """Register ``model_uri`` as a new version of ``name``; returns the version number."""
+    """Register ``model_uri`` as a new version of ``name``, tagged with the score promotion compares.
+
+    ``score`` is the evaluation mean return for policies, the held-out Spearman correlation for
+    importance evaluators. Returns the new version number.
+    """
     import mlflow
 
     client = registry_client()
     version = mlflow.register_model(model_uri, name, tags={"frugalrl.run_id": run_id, **(tags or {})})
-    client.set_model_version_tag(name, version.version, "frugalrl.eval_mean", f"{eval_mean:.6f}")
+    client.set_model_version_tag(name, version.version, "frugalrl.score", f"{score:.6f}")
+    client.set_model_version_tag(name, version.version, "frugalrl.score_name", score_name)
     return str(version.version)
 
 
-def promote_if_better(name: str, version: str, eval_mean: float) -> dict[str, Any]:
+def promote_if_better(name: str, version: str, score: float) -> dict[str, Any]:
     """Alias ``version`` as ``challenger``; move ``champion`` to it if it beats the champion.
 
     Returns the decision and its evidence. The first registered version becomes champion.
@@ -190,17 +200,17 @@ def promote_if_better(name: str, version: str, eval_mean: float) -> dict[str, An
             "promoted": True,
             "reason": "first model: no champion yet",
             "champion_version": version,
-            "challenger_eval_mean": eval_mean,
-            "champion_eval_mean": None,
+            "challenger_score": score,
+            "champion_score": None,
         }
-    champion_mean = float(champion.tags.get("frugalrl.eval_mean", "-inf"))
-    promoted = eval_mean > champion_mean
+    champion_score = float(champion.tags.get("frugalrl.score", "-inf"))
+    promoted = score > champion_score
     if promoted:
         client.set_registered_model_alias(name, "champion", version)
     return {
         "promoted": promoted,
-        "reason": f"challenger {eval_mean:.2f} {'>' if promoted else '<='} champion {champion_mean:.2f}",
+        "reason": f"challenger {score:.2f} {'>' if promoted else '<='} champion {champion_score:.2f}",
         "champion_version": version if promoted else str(champion.version),
-        "challenger_eval_mean": eval_mean,
-        "champion_eval_mean": champion_mean,
+        "challenger_score": score,
+        "champion_score": champion_score,
     }
