@@ -55,7 +55,7 @@ _lock = threading.Lock()
 
 
 def run_training(config: Path, overrides: list[str], workdir: Path) -> dict:
-    """One ``frugalrl train`` in a fresh process; returns its summary.json."""
+    """One ``frugalrl train`` in a fresh process; returns its summary.json (plus ``run_dir``)."""
     out = Path(tempfile.mkdtemp(dir=workdir))
     args = [sys.executable, "-m", "frugalrl.cli", "train", str(config), "--out", str(out / "run")]
     for item in ["tracking.enabled=false", "threads=1", *overrides]:
@@ -63,7 +63,7 @@ def run_training(config: Path, overrides: list[str], workdir: Path) -> dict:
     proc = subprocess.run(args, capture_output=True, text=True, cwd=out)
     if proc.returncode != 0:
         raise RuntimeError(f"training failed ({' '.join(overrides)}): {proc.stderr.strip().splitlines()[-1:]}")
-    return json.loads((out / "run" / "summary.json").read_text())
+    return {**json.loads((out / "run" / "summary.json").read_text()), "run_dir": str(out / "run")}
 
 
 def _record(results_path: Path, results: list, row: dict) -> None:

@@ -1,0 +1,136 @@
+"""Evaluator pretraining, its MLflow registration, transfer by registry URI, and the pipeline branch."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from mlflow import MlflowClient
+
+from frugalrl.cli import main
+from frugalrl.pivot import initial_evaluator, load_evaluator, load_evaluator_uri
+from frugalrl.pivot.pretrain import collect_dataset, pretrain_evaluator, pretrain_from_dataset
+
+from .conftest import REPO, tiny_config
+
+
+def _pivot_config(**extra):
+    return tiny_config(
+        selection={"kind": "pivot"},
+        pivot={"evaluator": {"pretrain_steps": 1024, "pretrain_epochs": 5}, **extra.pop("pivot", {})},
+        **extra,
+    )
+
+
+def test_collect_dataset_labels_every_sample(tmp_path):
+    info = collect_dataset(_pivot_config(), tmp_path / "dataset.npz")
+    assert info["samples"] == 1024
+    assert len(info["sha256"]) == 64
+    with np.load(tmp_path / "dataset.npz") as data:
+        assert data["obs"].shape == (1024, 4)
+        for kind in ("policy_gradient", "advantage"):
+            labels = data[f"label_{kind}"]
+            assert labels.shape == (1024,)
+            assert labels.min() == 0.0 and labels.max() == 1.0  # ranks within each rollout
+
+
+def test_pretraining_learns_to_rank_held_out_states(tmp_path):
+    collect_dataset(_pivot_config(pivot={"evaluator": {"pretrain_steps": 4096}}), tmp_path / "d.npz")
+    config = _pivot_config(pivot={"evaluator": {"pretrain_epochs": 20}})
+    _, metrics = pretrain_from_dataset(config, tmp_path / "d.npz")
+    assert metrics["test_samples"] == int(4096 * 0.2)
+    assert metrics["spearman"] > metrics["spearman_before"]
+    assert metrics["spearman"] > 0.1
+    assert "spearman_vs_advantage" in metrics
+
+
+def test_pretrain_command_writes_and_registers(tmp_path, capsys):
+    path = tmp_path / "pivot.yaml"
+    data = yaml.safe_load((REPO / "configs/cartpole-pivot.yaml").read_text())
+    data["pivot"]["evaluator"].update(pretrain_steps=1024, pretrain_epochs=3)
+    path.write_text(yaml.safe_dump(data))
+    main(["pretrain", "evaluator", "--config", str(path), "--out", str(tmp_path / "ev")])
+    out = capsys.readouterr().out
+    assert "registered cartpole-evaluator version 1" in out
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    metrics = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert summary["spearman"] == metrics["spearman"]
+    assert summary["real_env_steps"] == 1024
+    client = MlflowClient()
+    champion = client.get_model_version_by_alias("cartpole-evaluator", "champion")
+    assert champion.tags["frugalrl.score_name"] == "heldout_spearman"
+    run = client.get_run(summary["mlflow_run_id"])
+    assert run.data.tags["frugalrl.dataset_sha256"] == metrics["dataset_sha256"]
+
+    # Round trip: the registered evaluator scores exactly like the file that was written.
+    from_registry = load_evaluator_uri("models:/cartpole-evaluator@champion")
+    from_file = load_evaluator(tmp_path / "ev")
+    obs = torch.randn(16, 4)
+    torch.testing.assert_close(from_registry(obs), from_file(obs))
+
+    # Transfer: a config that names it starts from it (on Acrobot, hidden layers only).
+    import gymnasium as gym
+
+    config = _pivot_config(pivot={"evaluator_from": "models:/cartpole-evaluator@champion"})
+    evaluator, note = initial_evaluator(config.pivot, gym.spaces.Box(-1, 1, (4,)))
+    torch.testing.assert_close(evaluator(obs), from_file(obs))
+    _, note = initial_evaluator(config.pivot, gym.spaces.Box(-1, 1, (6,)))
+    assert "input layer re-initialised" in note
+
+
+def test_pretrain_without_tracking_and_bad_dataset(tmp_path):
+    config = _pivot_config()
+    summary = pretrain_evaluator(config, tmp_path / "ev")
+    assert summary["mlflow_run_id"] is None
+    assert (tmp_path / "ev" / "evaluator.pt").is_file()
+    (tmp_path / "bad.npz").write_bytes(b"garbage")
+    from frugalrl.errors import CheckpointError
+
+    with pytest.raises(CheckpointError, match="corrupt"):
+        pretrain_from_dataset(config, tmp_path / "bad.npz")
+
+
+def test_missing_registered_evaluator_is_a_clear_error():
+    from frugalrl.errors import TrackingError
+
+    with pytest.raises(TrackingError, match="cannot fetch evaluator models:/nope-evaluator@champion"):
+        load_evaluator_uri("models:/nope-evaluator@champion")
+
+
+def test_pipeline_gains_the_evaluator_branch_only_with_pivot(tmp_path):
+    plain, pivot = tmp_path / "plain.yaml", tmp_path / "pivot.yaml"
+    main(["pipeline", "compile", "-o", str(plain), "--config", str(REPO / "configs/cartpole-ppo.yaml")])
+    main(["pipeline", "compile", "-o", str(pivot), "--config", str(REPO / "configs/cartpole-pivot.yaml")])
+    plain_tasks = yaml.safe_load(plain.read_text())["root"]["dag"]["tasks"]
+    pivot_ir = yaml.safe_load(pivot.read_text())
+    pivot_tasks = pivot_ir["root"]["dag"]["tasks"]
+    assert set(plain_tasks) == {"train", "evaluate", "register"}
+    assert set(pivot_tasks) == {"collect-rollouts", "pretrain-evaluator", "train", "evaluate", "register"}
+    assert pivot_tasks["train"]["dependentTasks"] == ["pretrain-evaluator"]
+    dataset = pivot_ir["components"]["comp-pretrain-evaluator"]["inputDefinitions"]["artifacts"]["dataset"]
+    assert dataset["artifactType"]["schemaTitle"] == "system.Dataset"
+
+
+def test_local_pivot_pipeline_registers_policy_and_evaluator(tmp_path, capsys):
+    overrides = [
+        "ppo.total_timesteps=2048",
+        "ppo.update_epochs=2",
+        "eval.episodes=2",
+        "pivot.warmup_steps=512",
+        "pivot.evaluator.pretrain_steps=512",
+        "pivot.evaluator.pretrain_epochs=2",
+    ]
+    args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-pivot.yaml"), "--root", str(tmp_path / "root")]
+    args += [arg for o in overrides for arg in ("--set", o)]
+    main(args)
+    assert "registered cartpole-policy version 1" in capsys.readouterr().out
+    client = MlflowClient()
+    policy = client.get_model_version_by_alias("cartpole-policy", "champion")
+    evaluator = client.get_model_version_by_alias("cartpole-evaluator", "champion")
+    assert client.get_run(policy.run_id).data.metrics["aux_flops"] > 0  # the evaluator was used
+    assert evaluator.tags["frugalrl.score_name"] == "heldout_spearman"
+    pipeline_id = client.get_run(policy.run_id).data.tags["frugalrl.pipeline_run_id"]
+    assert pipeline_id not in ("", "none")
