@@ -17,8 +17,10 @@ from frugalrl.cli import main
 from frugalrl.errors import CheckpointError
 
 
-def _config_file(tmp_path):
+def _config_file(tmp_path, selection: str = "all"):
     data = {
+        "selection": {"kind": selection},
+        "pivot": {"warmup_steps": 512, "refresh_every_updates": 3},
         "name": "resume",
         "seed": 11,
         "env": {"id": "CartPole-v1", "num_envs": 4},
@@ -41,8 +43,9 @@ def _policy_params(run_dir):
     return state["agent"]["policy"], state["agent"]["optimizer"]
 
 
-def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
-    config = _config_file(tmp_path)
+@pytest.mark.parametrize("selection", ["all", "pivot"])
+def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, selection):
+    config = _config_file(tmp_path, selection)
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     subprocess.run(
         _frugalrl("train", str(config), "--out", str(straight)), check=True, capture_output=True, timeout=300
@@ -70,6 +73,10 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     for name in params_a:
         assert torch.equal(params_a[name], params_b[name]), name
     assert torch.equal(optim_a["state"][0]["exp_avg"], optim_b["state"][0]["exp_avg"])
+    if selection == "pivot":  # the evaluator, refreshed during training, resumes exactly too
+        ev_a = torch.load(straight / "checkpoint.pt", weights_only=True)["agent"]["selector"]["evaluator"]
+        ev_b = torch.load(killed / "checkpoint.pt", weights_only=True)["agent"]["selector"]["evaluator"]
+        assert all(torch.equal(ev_a[k], ev_b[k]) for k in ev_a)
 
 
 def test_corrupt_checkpoint_is_a_clear_error_and_is_kept(tmp_path, capsys):
