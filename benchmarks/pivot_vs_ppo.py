@@ -103,23 +103,43 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, w
         run("pivot_adv", ["pivot.label=advantage"])
 
 
-def _ratio(rows: dict, variant: str, key: str) -> list[float]:
-    """Per-seed ratio variant / ppo of ``key`` (paired by seed)."""
-    return [rows[(variant, s)][key] / rows[("ppo", s)][key] for s in sorted({s for v, s in rows if v == variant})
-            if ("ppo", s) in rows and rows[("ppo", s)][key]]  # fmt: skip
+def random_policy_return(env_id: str, episodes: int = 20, seed: int = 10_000) -> float:
+    """Mean return of uniformly random actions over the evaluation seeds: the floor of the return ratio."""
+    import gymnasium as gym
+    import numpy as np
+
+    env = gym.make(env_id)
+    env.action_space.seed(seed)
+    returns = []
+    for i in range(episodes):
+        env.reset(seed=seed + i)
+        total, done = 0.0, False
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    return float(np.mean(returns))
 
 
-def env_table(env_id: str, results: list[dict]) -> tuple[str, dict]:
+def _ratio(rows: dict, variant: str, key: str, floor: float = 0.0) -> list[float]:
+    """Per-seed ratio (variant - floor) / (ppo - floor) of ``key``, paired by seed."""
+    seeds = sorted({s for v, s in rows if v == variant and ("ppo", s) in rows})
+    return [(rows[(variant, s)][key] - floor) / (rows[("ppo", s)][key] - floor) for s in seeds
+            if rows[("ppo", s)][key] != floor]  # fmt: skip
+
+
+def env_table(env_id: str, results: list[dict], floor: float) -> tuple[str, dict]:
     rows = {(r["variant"], r["seed"]): r for r in results if r["env_id"] == env_id}
     variants = [v for v in VARIANT_ORDER if any(k[0] == v for k in rows)]
-    header = ["variant", "seeds", "eval return, median (min-max)", "return / PPO", "backward samples / PPO",
+    header = ["variant", "seeds", "eval return, median (min-max)", "return ratio to PPO", "backward samples / PPO",
               "train FLOPs / PPO", "train wall-clock / PPO", "evaluator share of FLOPs"]  # fmt: skip
     body = []
     medians: dict[str, dict] = {}
     for variant in variants:
         mine = [r for (v, _), r in rows.items() if v == variant]
         returns = [r["eval_mean"] for r in mine]
-        ret_ratio = _ratio(rows, variant, "eval_mean")
+        ret_ratio = _ratio(rows, variant, "eval_mean", floor)
         bwd, flops, wall = (_ratio(rows, variant, k) for k in ("backward_samples", "train_flops", "train_s"))
         share = [r["aux_flops"] / r["train_flops"] for r in mine if r["train_flops"]]
         medians[variant] = {
@@ -171,13 +191,17 @@ def report(results: list[dict], command: str, load_start: str, load_end: str) ->
         "- budgets: the env's `configs/*-pivot.yaml` (RL Zoo PPO hyperparameters; pivot thresholds 0.8 / 0.5, "
         "keep_prob 0.5, safety margin 20%, dynamic threshold, evaluator refresh); every contender of a seed "
         "gets the same env steps; controls get pivot's measured kept fraction of that seed.",
-        "- ratios are paired per seed (variant / PPO of the same seed), then median (min-max) over seeds.",
+        "- ratios are paired per seed (variant / PPO of the same seed), then median (min-max) over seeds. The "
+        "return ratio is measured above a random policy: (R - R_random) / (R_PPO - R_random), so it reads the "
+        "same for envs with negative returns (R_random: uniform random actions on the same 20 eval seeds).",
         "",
     ]
     for env_id in envs:
-        table, medians = env_table(env_id, results)
+        floor = random_policy_return(env_id)
+        table, medians = env_table(env_id, results, floor)
         steps = next(r["real_env_steps"] for r in results if r["env_id"] == env_id)
-        lines += [f"#### {env_id} ({steps:,} env steps per run)", "", table, "", "- " + verdict(env_id, medians), ""]
+        title = f"#### {env_id} ({steps:,} env steps per run; random policy {floor:.1f})"
+        lines += [title, "", table, "", "- " + verdict(env_id, medians), ""]
     return "\n".join(lines)
 
 
