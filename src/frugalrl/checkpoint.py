@@ -67,6 +67,25 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return state
 
 
+def load_artifact(path: Path, default_name: str, expected_format: str, what: str, fix: str) -> dict[str, Any]:
+    """Load a frugalrl file (``policy.pt``, ``evaluator.pt``; a directory means its ``default_name``).
+
+    ``what`` names the file in errors ("policy file"), ``fix`` says how to get a good one.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / default_name
+    if not path.is_file():
+        raise CheckpointError(f"{what} {path} not found; {fix}")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise CheckpointError(f"{what} {path} is corrupt ({type(exc).__name__}); {fix}") from None
+    if not isinstance(blob, dict) or blob.get("format") != expected_format:
+        raise CheckpointError(f"{path} is not a frugalrl {what} (format {expected_format!r} expected)")
+    return {**blob, "path": path}
+
+
 def pack_bytes(blob: bytes | None) -> torch.Tensor | None:
     return None if blob is None else torch.frombuffer(bytearray(blob), dtype=torch.uint8).clone()
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import torch
 
-from frugalrl.checkpoint import atomic_write_bytes
+from frugalrl.checkpoint import atomic_write_bytes, load_artifact
 from frugalrl.config import ExperimentConfig, validate_config
 from frugalrl.envs.factory import make_vec_env
-from frugalrl.errors import CheckpointError, TrackingError
+from frugalrl.errors import TrackingError
 from frugalrl.nets.policy import ExportedPolicy, build_actor_critic
 
 POLICY_FORMAT = "frugalrl-policy-1"
@@ -29,19 +29,8 @@ def save_policy(path: Path, policy: ExportedPolicy, config: ExperimentConfig) ->
 
 def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
     """Rebuild an ``ExportedPolicy`` from ``policy.pt`` (or a run directory holding one)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "policy.pt"
-    if not path.is_file():
-        raise CheckpointError(f"policy file {path} not found; pass a run directory or its policy.pt")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise CheckpointError(
-            f"policy file {path} is corrupt ({type(exc).__name__}); re-export it from its run"
-        ) from None
-    if not isinstance(blob, dict) or blob.get("format") != POLICY_FORMAT:
-        raise CheckpointError(f"{path} is not a frugalrl policy file")
+    blob = load_artifact(path, "policy.pt", POLICY_FORMAT, "policy file", "pass a run directory or its policy.pt")
+    path = blob["path"]
     config = validate_config(blob["config"], source=str(path))
     env = make_vec_env(config.env, num_envs=1, training=False)
     obs_space, act_space = env.single_observation_space, env.single_action_space

@@ -16,8 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from frugalrl.checkpoint import atomic_write_bytes
-from frugalrl.errors import CheckpointError
+from frugalrl.checkpoint import atomic_write_bytes, load_artifact
 from frugalrl.nets.torsos import orthogonal_init
 
 EVALUATOR_FORMAT = "frugalrl-evaluator-1"
@@ -78,17 +77,8 @@ def save_evaluator(path: Path, evaluator: ImportanceEvaluator, metadata: dict[st
 
 def load_evaluator(path: Path) -> ImportanceEvaluator:
     """Load ``evaluator.pt`` (or a directory holding one)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "evaluator.pt"
-    if not path.is_file():
-        raise CheckpointError(f"evaluator {path} not found; run `frugalrl pretrain evaluator` first")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise CheckpointError(f"evaluator {path} is corrupt ({type(exc).__name__}); pretrain it again") from None
-    if not isinstance(blob, dict) or blob.get("format") != EVALUATOR_FORMAT:
-        raise CheckpointError(f"{path} is not a frugalrl importance evaluator")
+    fix = "pretrain one with `frugalrl pretrain evaluator`"
+    blob = load_artifact(path, "evaluator.pt", EVALUATOR_FORMAT, "importance evaluator", fix)
     cfg = blob["config"]
     evaluator = ImportanceEvaluator(tuple(cfg["obs_shape"]), cfg["hidden"], cfg["pixels"])
     evaluator.load_state_dict(blob["state_dict"])
