@@ -116,28 +116,10 @@ def contenders_for(env_id: str, num_envs: int) -> list[Contender]:
         )
 
         def ale_one_thread():
-            from ale_py.vector_env import AtariVectorEnv
+            from frugalrl.config import EnvConfig
+            from frugalrl.envs.factory import make_atari_vector_env
 
-            from frugalrl.config import AtariConfig
-            from frugalrl.envs.registry import ale_game_name
-
-            a = AtariConfig()
-            return AtariVectorEnv(
-                ale_game_name(env_id),
-                num_envs,
-                autoreset_mode="SameStep",
-                num_threads=1,
-                img_height=a.img_size,
-                img_width=a.img_size,
-                grayscale=a.grayscale,
-                stack_num=a.stack_num,
-                frameskip=a.frameskip,
-                noop_max=a.noop_max,
-                episodic_life=a.episodic_life,
-                repeat_action_probability=a.repeat_action_probability,
-                max_num_frames_per_episode=a.max_episode_steps,
-                reward_clipping=False,
-            )
+            return make_atari_vector_env(EnvConfig(id=env_id), num_envs, num_threads=1)
 
         out.append(
             Contender(

@@ -35,8 +35,11 @@ def _make_single(env_id: str, kwargs: dict) -> gym.Env:
         raise EnvError(f"env {env_id}: bad env.kwargs {kwargs}: {exc}") from None
 
 
-def make_atari_vector_env(config: EnvConfig, num_envs: int) -> gym.vector.VectorEnv:
-    """ale-py's native vector env with same-step autoreset and Nature-DQN preprocessing."""
+def make_atari_vector_env(config: EnvConfig, num_envs: int, num_threads: int = 0) -> gym.vector.VectorEnv:
+    """ale-py's native vector env with same-step autoreset and Nature-DQN preprocessing.
+
+    ``num_threads=0`` lets ale-py use one C++ thread per core.
+    """
     from ale_py.vector_env import AtariVectorEnv
 
     game = ale_game_name(config.id)
@@ -46,7 +49,7 @@ def make_atari_vector_env(config: EnvConfig, num_envs: int) -> gym.vector.Vector
             game,
             num_envs,
             autoreset_mode="SameStep",
-            num_threads=0,
+            num_threads=num_threads,
             img_height=atari.img_size,
             img_width=atari.img_size,
             grayscale=atari.grayscale,
