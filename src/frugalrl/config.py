@@ -100,7 +100,7 @@ class PPOConfig(_Strict):
 class EvaluatorConfig(_Strict):
     """The importance evaluator's network and training."""
 
-    hidden: list[int] = Field(default_factory=lambda: [32, 32], min_length=1)
+    hidden: list[int] = Field(default_factory=lambda: [16, 16], min_length=1)
     learning_rate: float = Field(1e-3, gt=0, le=1.0)
     batch_size: int = Field(256, ge=1)
     pretrain_steps: int = Field(10_000, ge=1, description="env steps of baseline PPO collected for pretraining")
