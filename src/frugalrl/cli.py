@@ -22,7 +22,7 @@ app = typer.Typer(
     help="frugalrl: cheaper RL training, every run auditable.",
 )
 config_app = typer.Typer(no_args_is_help=True, help="Experiment configs.")
-pretrain_app = typer.Typer(no_args_is_help=True, help="Pretraining steps: importance evaluator.")
+pretrain_app = typer.Typer(no_args_is_help=True, help="Pretraining steps: importance evaluator, frame encoder.")
 pipeline_app = typer.Typer(no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
 app.add_typer(config_app, name="config")
 app.add_typer(pipeline_app, name="pipeline")
@@ -84,6 +84,84 @@ def pretrain_evaluator_command(
     if summary.get("registered_model"):
         typer.echo(f"registered {summary['registered_model']} version {summary['registered_version']}")
     typer.echo(f"evaluator: {out / 'evaluator.pt'}")
+
+
+@pretrain_app.command("encoder")
+def pretrain_encoder_command(
+    config: Annotated[
+        Path, typer.Option("--config", "-c", help="Experiment YAML (an ALE env and its latent section).")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write encoder.pt, metrics, summary.")],
+    dataset: Annotated[Path | None, typer.Option(help="A frame dataset.npz to train on instead of collecting.")] = None,
+    probe: Annotated[bool, typer.Option(help="Run the RAM probe on the trained latent.")] = True,
+    overrides: SetOption = None,
+) -> None:
+    """Pretrain the frame encoder and the latent world model; probe and register them."""
+    from frugalrl.config import load_config
+    from frugalrl.latent.pretrain import pretrain_encoder
+
+    summary = pretrain_encoder(load_config(config, overrides or []), out, dataset, probe)
+    typer.echo(f"held-out PSNR {summary['psnr_db']:.2f} dB at latent_dim {summary['latent_dim']}")
+    if probe:
+        typer.echo(
+            f"ball probe R^2 {summary['ball_r2_mlp']:.3f} (CNN ceiling {summary['ball_ceiling_r2']:.3f}), "
+            f"paddle {summary['paddle_r2_mlp']:.3f}"
+        )
+    if summary.get("registered_model"):
+        typer.echo(f"registered {summary['registered_model']} version {summary['registered_version']}")
+    typer.echo(f"encoder: {out / 'encoder.pt'}")
+
+
+def _latent_config(encoder: str, env_id: str) -> tuple:  # noqa: ANN202 - (LatentModels, ExperimentConfig)
+    from frugalrl.config import validate_config
+    from frugalrl.latent.store import load_latent
+
+    models = load_latent(encoder)
+    stack = models.encoder.in_channels
+    config = validate_config(
+        {"env": {"id": env_id, "atari": {"stack_num": stack, "img_size": models.encoder.frame_size}}},
+        source="--env",
+    )
+    return models, config
+
+
+@app.command("probe-latent")
+def probe_latent_command(
+    encoder: Annotated[str, typer.Option(help="encoder.pt, its run directory, or models:/<game>-encoder@champion")],
+    game: Annotated[str, typer.Option(help="breakout or pong")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write probe.json.")],
+    steps: Annotated[int, typer.Option(min=200, help="Random-play env steps to collect for the probe.")] = 8000,
+    ceiling: Annotated[bool, typer.Option(help="Also train the supervised CNN ceiling.")] = True,
+) -> None:
+    """Held-out R^2 of linear and MLP probes from the latent to RAM-annotated positions."""
+    from frugalrl.checkpoint import atomic_write_bytes
+    from frugalrl.latent.probe import PROBE_LABELS, probe_latent
+
+    if game not in PROBE_LABELS:
+        raise FrugalError(f"--game {game!r}: no probe labels; allowed: {', '.join(PROBE_LABELS)}")
+    env_id = {"breakout": "ALE/Breakout-v5", "pong": "ALE/Pong-v5"}[game]
+    models, config = _latent_config(encoder, env_id)
+    results = probe_latent(models.encoder, config, steps=steps, ceiling_steps=1500 if ceiling else 0)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "probe.json", (json.dumps(results, indent=2) + "\n").encode())
+    for key, value in results.items():
+        if key.startswith(("r2_", "ball_", "paddle_")):
+            typer.echo(f"{key:<22} {value:8.4f}")
+    typer.echo(f"probe: {out / 'probe.json'}")
+
+
+@app.command("visualize-latent")
+def visualize_latent_command(
+    encoder: Annotated[str, typer.Option(help="encoder.pt, its run directory, or models:/<game>-encoder@champion")],
+    env: Annotated[str, typer.Option(help="The ALE env id, e.g. ALE/Breakout-v5")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")],
+) -> None:
+    """Frames beside their reconstructions (with PSNR) and a 2-D projection of the latents."""
+    from frugalrl.latent.visualize import visualize_latent
+
+    models, config = _latent_config(encoder, env)
+    path = visualize_latent(models, config, out)
+    typer.echo(f"latent picture: {path}")
 
 
 @config_app.command("validate")

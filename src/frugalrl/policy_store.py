@@ -37,12 +37,21 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
     env.close()
     state = blob["state_dict"]
     has_norm = state["obs_mean"].numel() > 0
+    encoder = None
+    if config.latent.enabled:  # the policy acts on the latent of the encoder saved with it
+        from frugalrl.latent.encoder import FrameEncoder
+        from frugalrl.latent.envs import latent_space
+
+        atari = config.env.atari
+        encoder = FrameEncoder(atari.stack_num, atari.img_size, config.latent.latent_dim)
+        obs_space = latent_space(config.latent.latent_dim)
     policy = ExportedPolicy(
         build_actor_critic(obs_space, act_space, config.policy),
         spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
         obs_mean=state["obs_mean"] if has_norm else None,
         obs_var=state["obs_var"] if has_norm else None,
         clip_obs=config.env.clip_obs,
+        encoder=encoder,
     )
     policy.load_state_dict(state)
     return policy.eval(), config

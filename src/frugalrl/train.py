@@ -155,6 +155,12 @@ def train(
     ``resume=True`` continues from ``out_dir/checkpoint.pt``; ``interactive`` forces the rich
     progress bar on or off (default: on when stdout is a terminal).
     """
+    if config.latent.enabled:  # the latent curriculum has its own loop (two rollout sources)
+        if resume:
+            raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
+        from frugalrl.latent.train import train_latent
+
+        return train_latent(config, out_dir, interactive)
     out = Path(out_dir)
     ckpt_path = out / CHECKPOINT_FILE
     state = None
@@ -214,17 +220,33 @@ def train(
                     last = agent.update == agent.num_updates
                     if agent.update % config.checkpoint.every_updates == 0 or last:
                         save_checkpoint(ckpt_path, _checkpoint_state(agent, meter, config, run_id))
-            return _finish(config, out, agent, meter, tracker, device)
+            return finish_run(config, out, agent, meter, tracker, device)
     finally:
         metrics_log.close()
         env.close()
 
 
-def _finish(
-    config: ExperimentConfig, out: Path, agent: PPO, meter: CostMeter, tracker: Any, device: torch.device
+def finish_run(
+    config: ExperimentConfig,
+    out: Path,
+    agent: PPO,
+    meter: CostMeter,
+    tracker: Any,
+    device: torch.device,
+    *,
+    policy: ExportedPolicy | None = None,
+    techniques: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+    example: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Export, evaluate, write summary.json, log everything to MLflow."""
-    policy = export_policy(agent, config)
+    """Export, evaluate, write summary.json, log everything to MLflow.
+
+    Other trainers (the latent curriculum) pass their own exported ``policy``, ``techniques``,
+    ``extra`` summary keys and an input ``example`` for the MLflow model signature.
+    """
+    policy = policy or export_policy(agent, config)
+    if techniques is None:
+        techniques = [agent.selector.technique] if agent.selector.technique else []
     save_policy(out / "policy.pt", policy, config)
     started = time.perf_counter()
     result = evaluate_policy(policy, config.env, config.eval.episodes, config.eval.seed, config.eval.deterministic)
@@ -236,7 +258,7 @@ def _finish(
         "env_id": config.env.id,
         "algo": config.algo,
         "seed": config.seed,
-        "techniques": [agent.selector.technique] if agent.selector.technique else [],
+        "techniques": techniques,
         **meter.summary(),
         **result.metrics(),
         "eval_s": round(eval_s, 3),
@@ -249,18 +271,20 @@ def _finish(
         "device": str(device),
         "mlflow_run_id": tracker.run_id if tracker else None,
         "model_uri": None,
+        **(extra or {}),
     }
     missing = set(SUMMARY_KEYS) - set(summary)
     assert not missing, f"summary.json lacks run-contract keys {sorted(missing)}"
     if tracker:
         if config.tracking.log_model:
-            example = agent.next_obs[:1].cpu().numpy()
+            example = agent.next_obs[:1].cpu().numpy() if example is None else example
             summary["model_uri"] = tracker.log_policy(policy, example)
         numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         tracker.log_metrics(numeric, step=agent.global_step)
         write_json(out / "summary.json", summary)
         for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", CHECKPOINT_FILE):
-            tracker.log_artifact(out / name, artifact_path="run")
+            if (out / name).exists():
+                tracker.log_artifact(out / name, artifact_path="run")
     else:
         write_json(out / "summary.json", summary)
     return summary

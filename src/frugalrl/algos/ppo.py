@@ -52,18 +52,25 @@ class PPO:
         meter: CostMeter,
         device: torch.device,
         selector: SampleSelector | None = None,
+        *,
+        policy: ActorCritic | None = None,
+        optimizer: torch.optim.Optimizer | None = None,
+        virtual: bool = False,
     ):
+        """``policy`` / ``optimizer`` share a network with another learner (the latent curriculum's
+        real and virtual sources); ``virtual=True`` counts env steps as virtual, not real."""
         self.config = config
+        self.virtual = virtual
         self.hp = config.ppo
         self.env = env
         self.meter = meter
         self.device = device
         self.num_envs = env.num_envs
-        self.policy: ActorCritic = build_actor_critic(
+        self.policy: ActorCritic = policy or build_actor_critic(
             env.single_observation_space, env.single_action_space, config.policy
         ).to(device)
         self.selector: SampleSelector = selector or AllSamples()  # which samples get compute
-        self.optimizer = torch.optim.Adam(
+        self.optimizer = optimizer or torch.optim.Adam(
             self.policy.parameters(), lr=self.hp.learning_rate, eps=self.hp.adam_eps, **_fast_adam(device)
         )
 
@@ -127,7 +134,10 @@ class PPO:
 
             with self.meter.timed("env"):
                 next_obs, reward, terminated, truncated, info = self.env.step(self._env_action(action))
-            self.meter.real_env_steps += self.num_envs
+            if self.virtual:
+                self.meter.virtual_env_steps += self.num_envs
+            else:
+                self.meter.real_env_steps += self.num_envs
             self.global_step += self.num_envs
 
             reward = torch.as_tensor(reward, dtype=torch.float32, device=self.device)

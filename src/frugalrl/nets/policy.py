@@ -100,9 +100,11 @@ class ExportedPolicy(nn.Module):
         obs_mean: torch.Tensor | None = None,
         obs_var: torch.Tensor | None = None,
         clip_obs: float = 10.0,
+        encoder: nn.Module | None = None,
     ):
         super().__init__()
         self.actor_critic = actor_critic
+        self.encoder = encoder  # latent-curriculum policies act on the latent of their frozen encoder
         self.spec = spec
         self.normalize = obs_mean is not None
         self.clip_obs = clip_obs
@@ -110,6 +112,8 @@ class ExportedPolicy(nn.Module):
         self.register_buffer("obs_var", obs_var if obs_var is not None else torch.zeros(0))
 
     def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.encoder is not None:
+            return self.encoder(obs)
         if not self.normalize:
             return obs
         scaled = (obs.double() - self.obs_mean) / torch.sqrt(self.obs_var + 1e-8)

@@ -1,0 +1,336 @@
+"""Encoder and world-model pretraining on a frame dataset, with held-out quality figures.
+
+Three encoder objectives (``latent.objective``), chosen by measurement (docs/latent.md):
+
+- ``recon``: plain pixel reconstruction of the frame stack. Reaches a high PSNR while the
+  latent may ignore the ball: static bricks dominate the pixel loss.
+- ``motion``: reconstruction weighted ``1 + motion_weight`` on pixels that change within the
+  stack (ball, paddle), so the few pixels that matter for play carry weight.
+- ``dynamics``: ``motion`` plus the world model trained jointly (as Dreamer does): the latent
+  must predict the next latent, the reward class and termination under the action taken,
+  and the decoded *predicted* next latent must reconstruct the next frames.
+
+With ``recon`` or ``motion`` the world model is fitted afterwards on the frozen encoder's
+latents. Reported on held-out steps: PSNR, one-step and ``eval_horizon``-step latent
+prediction error (next to the error of predicting "no change"), reward-class accuracy
+(overall and on non-zero rewards) and termination accuracy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from frugalrl.checkpoint import atomic_write_bytes
+from frugalrl.config import ExperimentConfig
+from frugalrl.cost import CostMeter
+from frugalrl.latent.dataset import FrameDataset
+from frugalrl.latent.encoder import FrameDecoder, FrameEncoder, motion_mask, psnr_db
+from frugalrl.latent.store import LatentModels
+from frugalrl.latent.world_model import LatentWorldModel, reward_class
+
+
+def use_bf16(mode: str, device: torch.device) -> bool:
+    return mode == "bf16" or (mode == "auto" and device.type == "cuda")
+
+
+def autocast(enabled: bool, device: torch.device) -> contextlib.AbstractContextManager:
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+def build_latent_models(config: ExperimentConfig, num_actions: int) -> LatentModels:
+    atari, latent = config.env.atari, config.latent
+    encoder = FrameEncoder(atari.stack_num, atari.img_size, latent.latent_dim, latent.gradient_checkpointing)
+    decoder = FrameDecoder(encoder)
+    world_model = LatentWorldModel(latent.latent_dim, num_actions, latent.world_model.hidden)
+    return LatentModels(encoder, decoder, world_model)
+
+
+class TransitionSampler:
+    """Random minibatches of (x_t, a_t, r_t, done_t, x_t+1) from chosen steps of a dataset."""
+
+    def __init__(self, data: FrameDataset, steps: np.ndarray, seed: int):
+        self.data = data
+        self.stack = int(data.meta["stack"])
+        usable = steps[steps < data.steps_per_game - 1]  # every sample needs a following array slot
+        games, times = np.meshgrid(np.arange(data.num_games), usable, indexing="ij")
+        self.games, self.times = games.ravel(), times.ravel()
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return len(self.games)
+
+    def batch(self, size: int | None = None, index: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+        if index is None:
+            index = self.rng.integers(0, len(self.games), size=size)
+        g, t = self.games[index], self.times[index]
+        d = self.data
+        return {
+            "obs": torch.as_tensor(d.stacked(g, t, self.stack)),
+            "next_obs": torch.as_tensor(d.stacked(g, t + 1, self.stack)),
+            "action": torch.as_tensor(d.actions[g, t]),
+            "reward": torch.as_tensor(d.rewards[g, t]),
+            "done": torch.as_tensor(d.terminated[g, t] | d.truncated[g, t]),
+        }
+
+
+def weighted_reconstruction(recon: torch.Tensor, frames: torch.Tensor, motion_weight: float) -> torch.Tensor:
+    """Squared error with weight ``1 + motion_weight`` on moving pixels, normalised by the weights."""
+    error = (recon.float() - frames.float() / 255.0) ** 2
+    if motion_weight <= 0:
+        return error.mean()
+    weight = 1.0 + motion_weight * motion_mask(frames)
+    return (error * weight).sum() / (weight.sum() * frames.shape[1])
+
+
+def encoder_step_loss(models: LatentModels, batch: dict[str, torch.Tensor], config: ExperimentConfig) -> torch.Tensor:
+    latent = config.latent
+    weight = 0.0 if latent.objective == "recon" else latent.motion_weight
+    z = models.encoder(batch["obs"])
+    loss = weighted_reconstruction(models.decoder(z), batch["obs"], weight)
+    if latent.objective == "dynamics":
+        with torch.no_grad():
+            z_next = models.encoder(batch["next_obs"])
+        # The latent-matching term trains the world model only: letting it pull on the encoder
+        # collapses every latent onto one point (measured: latent std 0.007). The encoder is
+        # shaped by reward / termination prediction and by decoding the predicted next latent.
+        wm_loss, _ = models.world_model.loss(z.detach(), batch["action"], z_next, batch["reward"], batch["done"])
+        pred = models.world_model(z, batch["action"])
+        keep = ~batch["done"]
+        if keep.any():  # the predicted next latent must decode to the next frames
+            decoded = models.decoder(pred.next_latent[keep])
+            loss = loss + weighted_reconstruction(decoded, batch["next_obs"][keep], weight)
+        reward_terms = F.cross_entropy(pred.reward_logits, reward_class(batch["reward"]))
+        reward_terms = reward_terms + F.binary_cross_entropy_with_logits(pred.done_logit, batch["done"].float())
+        loss = loss + 0.1 * (wm_loss + reward_terms)
+    return loss
+
+
+@torch.no_grad()
+def encode(encoder: FrameEncoder, frames: torch.Tensor, batch: int = 512) -> torch.Tensor:
+    return torch.cat([encoder(frames[i : i + batch]) for i in range(0, len(frames), batch)]) if len(frames) else frames
+
+
+def fit_world_model(
+    models: LatentModels, sampler: TransitionSampler, config: ExperimentConfig, meter: CostMeter, steps: int
+) -> float:
+    """Train only the world model on frozen latents; returns the last loss."""
+    wm = models.world_model
+    optimizer = torch.optim.Adam(wm.parameters(), lr=config.latent.world_model.learning_rate)
+    size = config.latent.batch_size * 4
+    loss_value = float("nan")
+    for _ in range(steps):
+        batch = sampler.batch(size)
+        z = encode(models.encoder, batch["obs"])
+        z_next = encode(models.encoder, batch["next_obs"])
+
+        def step(b=batch, z=z, z_next=z_next) -> torch.Tensor:
+            loss, _ = wm.loss(z, b["action"], z_next, b["reward"], b["done"])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            return loss.detach()
+
+        loss_value = float(meter.run_counted("world_model_train", step, size))
+        meter.count("world_model_train", size)
+        meter.count("encoder_infer", 2 * size)
+    return loss_value
+
+
+def train_latent_models(
+    config: ExperimentConfig, data: FrameDataset, meter: CostMeter, device: torch.device | None = None
+) -> tuple[LatentModels, dict[str, Any]]:
+    """Fit encoder (+ decoder, + world model) on the training part of ``data``; held-out metrics."""
+    device = device or torch.device("cpu")
+    latent = config.latent
+    torch.manual_seed(config.seed)
+    models = build_latent_models(config, int(data.meta["num_actions"]))
+    train_steps, test_steps = data.split(latent.holdout_fraction)
+    sampler = TransitionSampler(data, train_steps, config.seed)
+    params = [*models.encoder.parameters(), *models.decoder.parameters()]
+    if latent.objective == "dynamics":
+        params += list(models.world_model.parameters())
+    optimizer = torch.optim.Adam(params, lr=latent.learning_rate)
+    bf16 = use_bf16(latent.mixed_precision, device)
+    started = time.perf_counter()
+    losses: list[float] = []
+    for _ in range(latent.pretrain_updates):
+        batch = sampler.batch(latent.batch_size)
+
+        def step(b=batch) -> torch.Tensor:
+            with autocast(bf16, device):
+                loss = encoder_step_loss(models, b, config)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            return loss.detach()
+
+        losses.append(float(meter.run_counted("encoder_train", step, latent.batch_size)))
+        meter.count("encoder_train", latent.batch_size)
+    encoder_s = time.perf_counter() - started
+    models.encoder.eval()
+    wm_loss = None
+    if latent.objective != "dynamics":
+        steps = max(1, latent.world_model.epochs * len(sampler) // (latent.batch_size * 4))
+        wm_loss = fit_world_model(models, sampler, config, meter, steps)
+    metrics = {
+        "objective": latent.objective,
+        "latent_dim": latent.latent_dim,
+        "compression_ratio": round(models.encoder.in_channels * models.encoder.frame_size**2 / latent.latent_dim, 1),
+        "encoder_updates": latent.pretrain_updates,
+        "final_loss": float(np.mean(losses[-50:])) if losses else float("nan"),
+        "world_model_loss": wm_loss,
+        "bf16": bf16,
+        "gradient_checkpointing": latent.gradient_checkpointing,
+        "encoder_train_s": round(encoder_s, 2),
+        "pretrain_flops": meter.aux_flops,
+        **heldout_metrics(models, data, test_steps, config),
+    }
+    return models, metrics
+
+
+@torch.no_grad()
+def heldout_metrics(models: LatentModels, data: FrameDataset, steps: np.ndarray, config: ExperimentConfig) -> dict:
+    """PSNR, latent prediction error (1 and H steps) and reward / termination accuracy on ``steps``."""
+    models.encoder.eval()
+    sampler = TransitionSampler(data, steps, seed=0)
+    n = min(len(sampler), 2048)
+    index = np.random.default_rng(0).choice(len(sampler), size=n, replace=False)
+    batch = sampler.batch(index=index)
+    z = encode(models.encoder, batch["obs"])
+    z_next = encode(models.encoder, batch["next_obs"])
+    recon = torch.cat([models.decoder(z[i : i + 256]) for i in range(0, n, 256)])
+    pred = models.world_model(z, batch["action"])
+    keep = ~batch["done"]
+    target_class = reward_class(batch["reward"])
+    predicted_class = pred.reward_logits.argmax(-1)
+    nonzero = target_class != 1
+    out = {
+        "psnr_db": round(psnr_db(recon, batch["obs"]), 2),
+        "latent_error_1": float(F.mse_loss(pred.next_latent[keep], z_next[keep])) if keep.any() else None,
+        "latent_error_1_copy": float(F.mse_loss(z[keep], z_next[keep])) if keep.any() else None,
+        "reward_accuracy": float((predicted_class == target_class).float().mean()),
+        "reward_accuracy_nonzero": float((predicted_class[nonzero] == target_class[nonzero]).float().mean())
+        if nonzero.any()
+        else None,
+        "done_accuracy": float(((pred.done_logit > 0) == batch["done"]).float().mean()),
+        "heldout_samples": n,
+    }
+    out.update(multistep_error(models, data, steps, config.latent.world_model.eval_horizon))
+    return out
+
+
+@torch.no_grad()
+def multistep_error(models: LatentModels, data: FrameDataset, steps: np.ndarray, horizon: int) -> dict[str, float]:
+    """Open-loop rollout of the world model with the recorded actions, against the encoded truth."""
+    stack = int(data.meta["stack"])
+    ended = data.terminated | data.truncated
+    starts = [t for t in steps if t + horizon < data.steps_per_game]
+    games, times = [], []
+    for g in range(data.num_games):
+        for t in starts[:: max(1, len(starts) // 64)]:
+            if not ended[g, t : t + horizon].any():
+                games.append(g)
+                times.append(t)
+    if not games:
+        return {f"latent_error_{horizon}": None, f"latent_error_{horizon}_copy": None}
+    g, t = np.array(games), np.array(times)
+    z0 = encode(models.encoder, torch.as_tensor(data.stacked(g, t, stack)))
+    target = encode(models.encoder, torch.as_tensor(data.stacked(g, t + horizon, stack)))
+    z = z0
+    for k in range(horizon):
+        z = models.world_model(z, torch.as_tensor(data.actions[g, t + k])).next_latent
+    return {
+        f"latent_error_{horizon}": float(F.mse_loss(z, target)),
+        f"latent_error_{horizon}_copy": float(F.mse_loss(z0, target)),
+    }
+
+
+def pretrain_encoder(
+    config: ExperimentConfig, out_dir: Path, dataset: Path | None = None, probe: bool = True
+) -> dict[str, Any]:
+    """Collect (unless ``dataset`` is given), train, probe, save ``encoder.pt``; log and register in MLflow.
+
+    Writes ``dataset.npz`` (when collected), ``encoder.pt``, ``metrics.json`` and ``summary.json``
+    to ``out_dir`` and registers ``<game>-encoder`` (version score: the ball probe R^2).
+    """
+    from frugalrl.latent.dataset import collect_frames, load_dataset
+    from frugalrl.latent.probe import probe_latent
+    from frugalrl.latent.store import save_latent
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    started = time.perf_counter()
+    meter = CostMeter()
+    if dataset is None:
+        data = collect_frames(config)
+        sha = data.save(out / "dataset.npz")
+    else:
+        data = load_dataset(dataset)
+        sha = data.content_hash()
+    models, metrics = train_latent_models(config, data, meter)
+    metrics["dataset_sha256"] = sha
+    metrics["dataset_frames"] = len(data)
+    if probe:
+        metrics.update(probe_latent(models.encoder, config))
+    models.metadata = {"env_id": config.env.id, "objective": config.latent.objective, "dataset_sha256": sha}
+    save_latent(out / "encoder.pt", models)
+    atomic_write_bytes(out / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
+    summary: dict[str, Any] = {
+        "env_id": config.env.id,
+        "algo": "latent_pretrain",
+        "seed": config.seed,
+        "techniques": ["latent_pretrain"],
+        **meter.summary(),
+        **{k: v for k, v in metrics.items() if not isinstance(v, dict)},
+        "train_flops": meter.train_flops,
+        "wall_s": round(time.perf_counter() - started, 3),
+        "encoder_parameters": sum(p.numel() for p in models.encoder.parameters()),
+        "mlflow_run_id": None,
+        "model_uri": None,
+    }
+    if config.tracking.enabled:
+        summary.update(_log_encoder(config, out, models, summary))
+    atomic_write_bytes(out / "summary.json", (json.dumps(summary, indent=2) + "\n").encode())
+    return summary
+
+
+def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summary: dict) -> dict:
+    """An MLflow run with metrics and files; registers ``<game>-encoder`` (alias ``champion`` if better)."""
+    import mlflow
+    import mlflow.pytorch
+
+    from frugalrl.tracking import RunTracker, promote_if_better, register_model, task_name
+
+    with RunTracker(config, run_name=f"{config.name}-encoder") as tracker:
+        numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        tracker.log_metrics(numeric, step=0)
+        mlflow.set_tag("frugalrl.dataset_sha256", summary["dataset_sha256"])
+        for name in ("metrics.json", "encoder.pt"):
+            tracker.log_artifact(out / name, artifact_path="encoder")
+        info = mlflow.pytorch.log_model(
+            models.encoder,
+            name="encoder",
+            serialization_format="pickle",
+            extra_files=[str(out / "encoder.pt")],
+            pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
+        )
+        run_id = tracker.run_id
+    name = f"{task_name(config.env.id)}-encoder"
+    score_name = "ball_probe_r2" if "ball_r2_mlp" in summary else "psnr_db"
+    score = float(summary.get("ball_r2_mlp", summary["psnr_db"]))
+    version = register_model(info.model_uri, name, run_id, score, score_name)
+    decision = promote_if_better(name, version, score)
+    return {"mlflow_run_id": run_id, "model_uri": info.model_uri, "registered_model": name,
+            "registered_version": version, "promoted": decision["promoted"]}  # fmt: skip

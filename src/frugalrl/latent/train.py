@@ -1,0 +1,245 @@
+"""Latent-curriculum training: PPO on encoder latents, fed by real and virtual rollouts.
+
+    encoder (frozen) ----> real frames become latents ----------> real PPO source --\\
+    world model --------> imagined latents from real starts ----> virtual PPO source -+-> one policy
+    curriculum scheduler: which source the next rollout comes from (stages or adaptive)
+
+Both sources are plain ``PPO`` learners sharing one policy and one optimizer, so an update
+is the same clipped-surrogate step whichever env produced the rollout; only the step counter
+differs (real vs virtual). The budget is in real env steps (``ppo.total_timesteps``, or
+``total_real_steps``). Every ``world_model.refresh_every_updates`` real updates the world
+model is refitted on the latest real transitions and virtual episodes start from fresh real
+latents (Dyna). Encoder and world-model pretraining inside the run count into ``train_flops``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from frugalrl.algos.ppo import PPO
+from frugalrl.checkpoint import atomic_write_bytes
+from frugalrl.config import ExperimentConfig
+from frugalrl.cost import CostMeter
+from frugalrl.envs.factory import make_vec_env
+from frugalrl.errors import ConfigError, FrugalError
+from frugalrl.latent.curriculum import CurriculumScheduler
+from frugalrl.latent.dataset import collect_frames
+from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
+from frugalrl.latent.pretrain import encode, train_latent_models
+from frugalrl.latent.store import LatentModels, load_latent, save_latent
+from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.progress import TrainingProgress
+
+
+def warn_batch_ratio(config: ExperimentConfig) -> str | None:
+    """The seed keeps virtual:real minibatch sizes between 4:1 and 8:1; say so once when outside."""
+    latent = config.latent
+    ratio = latent.virtual_batch_size / latent.real_batch_size
+    if 4.0 <= ratio <= 8.0:
+        return None
+    return (
+        f"warning: latent.virtual_batch_size / real_batch_size = {ratio:.2f}, outside the seed's 4:1-8:1 range; "
+        "the run goes on"
+    )
+
+
+def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tuple[LatentModels, torch.Tensor, str]:
+    """The encoder and world model (loaded, or pretrained here), and a bank of real start latents."""
+    latent = config.latent
+    atari = config.env.atari
+    if latent.encoder_from:
+        models = load_latent(latent.encoder_from)
+        spec = models.encoder.spec()
+        wanted = {"in_channels": atari.stack_num, "frame_size": atari.img_size, "latent_dim": latent.latent_dim}
+        if spec != wanted:
+            raise ConfigError(
+                f"latent.encoder_from {latent.encoder_from}: encoder has {spec}, the config asks for {wanted}; "
+                "set latent.latent_dim / env.atari to match it"
+            )
+        data = collect_frames(config, steps=min(latent.collect_steps, 2048))
+        note = f"encoder from {latent.encoder_from}"
+    else:
+        data = collect_frames(config)
+        models, metrics = train_latent_models(config, data, meter)
+        save_latent(out / "encoder.pt", models)
+        atomic_write_bytes(out / "encoder_metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
+        note = f"encoder pretrained in this run (psnr {metrics['psnr_db']} dB)"
+    for module in (models.encoder, models.decoder):
+        module.eval().requires_grad_(False)
+    games, times = np.meshgrid(np.arange(data.num_games), np.arange(data.steps_per_game), indexing="ij")
+    frames = torch.as_tensor(data.stacked(games.ravel(), times.ravel(), int(data.meta["stack"])))
+    return models, encode(models.encoder, frames), note
+
+
+class WorldModelRefresher:
+    """Dyna: refit the world model on the newest real transitions, hand out fresh start latents."""
+
+    def __init__(self, models: LatentModels, config: ExperimentConfig, meter: CostMeter, capacity: int = 50_000):
+        self.wm = models.world_model
+        self.cfg = config.latent.world_model
+        self.meter = meter
+        self.capacity = capacity
+        self.optimizer = torch.optim.Adam(self.wm.parameters(), lr=self.cfg.learning_rate)
+        self.buffer: dict[str, torch.Tensor] = {}
+        self.batch_size = config.latent.batch_size * 4
+        self.generator = torch.Generator().manual_seed(config.seed)
+
+    def add(self, agent: PPO) -> None:
+        """Transitions of the real learner's last rollout (latent, action, reward, done, next latent)."""
+        obs, actions, rewards, dones = agent.obs[:-1], agent.actions[:-1], agent.rewards[:-1], agent.dones[:-1]
+        new = {
+            "z": obs.reshape(-1, obs.shape[-1]),
+            "a": actions.reshape(-1),
+            "r": rewards.reshape(-1),
+            "d": dones.reshape(-1),
+            "z1": agent.obs[1:].reshape(-1, obs.shape[-1]),
+        }
+        for key, value in new.items():
+            self.buffer[key] = torch.cat([self.buffer[key], value])[-self.capacity :] if key in self.buffer else value
+
+    def refit(self) -> float:
+        wm, n = self.wm, len(self.buffer["z"])
+        loss_value = float("nan")
+        for _ in range(self.cfg.refresh_steps):
+            idx = torch.randint(0, n, (self.batch_size,), generator=self.generator)
+            b = {k: v[idx] for k, v in self.buffer.items()}
+
+            def step(b=b) -> torch.Tensor:
+                loss, _ = wm.loss(b["z"], b["a"], b["z1"], b["r"], b["d"])
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.optimizer.step()
+                return loss.detach()
+
+            loss_value = float(self.meter.run_counted("world_model_train", step, self.batch_size))
+            self.meter.count("world_model_train", self.batch_size)
+        return loss_value
+
+    def start_latents(self) -> torch.Tensor:
+        return self.buffer["z"]
+
+
+def _source_configs(config: ExperimentConfig) -> tuple[ExperimentConfig, ExperimentConfig]:
+    """The real learner's config and the virtual one's (more envs, its own minibatch size)."""
+    latent = config.latent
+    base = config.to_dict()
+    real = {**base, "ppo": {**base["ppo"], "batch_size": latent.real_batch_size}}
+    virtual = {
+        **base,
+        "env": {**base["env"], "num_envs": latent.virtual_num_envs},
+        "ppo": {**base["ppo"], "batch_size": latent.virtual_batch_size},
+    }
+    from frugalrl.config import validate_config
+
+    return validate_config(real, "latent.real_batch_size"), validate_config(virtual, "latent.virtual_batch_size")
+
+
+def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: bool | None = None) -> dict[str, Any]:
+    """Run the latent curriculum; writes the run directory like ``train`` (plus encoder.pt)."""
+    from frugalrl.envs.registry import is_atari
+    from frugalrl.train import finish_run, resolve_device
+
+    if not is_atari(config.env.id):
+        raise ConfigError(f"latent.enabled needs an ALE game (env.id {config.env.id}); use e.g. ALE/Breakout-v5")
+    out = Path(out_dir)
+    if (out / "summary.json").exists() or (out / "metrics.jsonl").exists():
+        raise FrugalError(f"{out} already holds a run; pick a new --out (latent runs cannot be resumed yet)")
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "config.yaml", config.to_yaml().encode())
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    device = resolve_device(config.device)
+    if device.type != "cpu":
+        raise ConfigError("latent curriculum runs on device: cpu for now (its world model steps on CPU)")
+    warning = warn_batch_ratio(config)
+    if warning:
+        print(warning)
+
+    meter = CostMeter()
+    models, bank, note = prepare_models(config, meter, out)
+    print(f"latent: {note}; {len(bank)} start latents")
+    real_config, virtual_config = _source_configs(config)
+    real_env = EncodedVectorEnv(make_vec_env(config.env, gamma=config.ppo.gamma), models.encoder, meter)
+    wm_cfg = config.latent.world_model
+    virtual_env = VirtualVectorEnv(
+        models.world_model, bank, config.latent.virtual_num_envs, wm_cfg.horizon, wm_cfg.virtual_noise,
+        seed=config.seed, meter=meter,
+    )  # fmt: skip
+    real = PPO(real_config, real_env, meter, device)
+    virtual = PPO(
+        virtual_config, virtual_env, meter, device, policy=real.policy, optimizer=real.optimizer, virtual=True
+    )
+    real.start(config.seed)
+    virtual.start(config.seed)
+    scheduler = CurriculumScheduler(config.latent.curriculum, config.ppo.total_timesteps)
+    refresher = WorldModelRefresher(models, config, meter)
+    total = config.ppo.total_timesteps
+
+    tracker_cm: Any = contextlib.nullcontext(None)
+    if config.tracking.enabled:
+        from frugalrl.tracking import RunTracker
+
+        tracker_cm = RunTracker(config)
+    metrics_log = (out / "metrics.jsonl").open("a")
+    try:
+        with tracker_cm as tracker, TrainingProgress(total, 0, config.log_every_updates, interactive) as progress:
+            real_updates = 0
+            while real.global_step < total:
+                before = real.global_step
+                source = scheduler.next_source(before)
+                if source == "virtual":
+                    virtual.update, virtual.num_updates = real.update, real.num_updates  # one lr / clip schedule
+                    metrics = virtual.run_update()
+                    steps = virtual.rollout_size
+                else:
+                    metrics = real.run_update()
+                    steps = real.rollout_size
+                    real_updates += 1
+                    refresher.add(real)
+                    if wm_cfg.refresh_every_updates and real_updates % wm_cfg.refresh_every_updates == 0:
+                        metrics["world_model_loss"] = refresher.refit()
+                        virtual_env.set_start_latents(refresher.start_latents())
+                    if "episode_return" in metrics:
+                        scheduler.observe_score(metrics["episode_return"])
+                scheduler.record(source, steps, before)
+                record = {
+                    "source": source,
+                    "stage": scheduler.stage(before) + 1,
+                    "real_step": real.global_step,
+                    "virtual_step": meter.virtual_env_steps,
+                    **metrics,
+                }
+                metrics_log.write(json.dumps(record) + "\n")
+                metrics_log.flush()
+                if tracker:
+                    numeric = {f"{source}/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}
+                    tracker.log_metrics(numeric, step=real.global_step + meter.virtual_env_steps)
+                progress.update(real.global_step, metrics)
+            policy = ExportedPolicy(
+                _frozen_copy(real.policy),
+                spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
+                encoder=_frozen_copy(models.encoder),
+            )
+            frames = real_env.env.reset(seed=config.seed)[0][:1]
+            extra = {**scheduler.summary(), "real_updates": real_updates, "encoder_note": note}
+            summary = finish_run(
+                config, out, real, meter, tracker, device,
+                policy=policy, techniques=["latent_curriculum"], extra=extra, example=np.asarray(frames),
+            )  # fmt: skip
+            return summary
+    finally:
+        metrics_log.close()
+        real_env.close()
+
+
+def _frozen_copy(module: torch.nn.Module) -> torch.nn.Module:
+    return copy.deepcopy(module).cpu().eval().requires_grad_(False)

@@ -1,0 +1,250 @@
+"""The latent curriculum: frame datasets, encoder, world model, virtual env, scheduler, probe."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from .conftest import REPO
+
+from frugalrl.cli import main as cli_main
+from frugalrl.config import CurriculumConfig, load_config, validate_config
+from frugalrl.cost import CostMeter
+from frugalrl.envs.factory import make_vec_env
+from frugalrl.errors import ConfigError
+from frugalrl.latent.curriculum import CurriculumScheduler
+from frugalrl.latent.dataset import collect_frames, load_dataset
+from frugalrl.latent.encoder import FrameDecoder, FrameEncoder
+from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
+from frugalrl.latent.pretrain import encoder_step_loss, train_latent_models
+from frugalrl.latent.probe import labelled_frames, linear_probe, r2_scores
+from frugalrl.latent.store import LatentModels, load_latent
+from frugalrl.latent.train import warn_batch_ratio
+from frugalrl.latent.world_model import LatentWorldModel
+
+
+def breakout(**latent) -> object:
+    return validate_config(
+        {
+            "name": "breakout-tiny",
+            "env": {"id": "ALE/Breakout-v5", "num_envs": 2},
+            "policy": {"kind": "mlp", "hidden": [16]},
+            "ppo": {"total_timesteps": 512, "num_steps": 32, "batch_size": 16, "update_epochs": 1},
+            "latent": {"enabled": True, "collect_steps": 256, "collect_envs": 2, "pretrain_updates": 3,
+                       "batch_size": 8, "virtual_num_envs": 4, "virtual_batch_size": 64, "real_batch_size": 16,
+                       "world_model": {"hidden": [32], "epochs": 1, "refresh_every_updates": 2, "refresh_steps": 2},
+                       **latent},
+            "eval": {"episodes": 1, "deterministic": False},
+            "tracking": {"enabled": False},
+        },
+        source="test",
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return collect_frames(breakout(), steps=400, seed=5)
+
+
+# ------------------------------------------------------------------ dataset
+def test_dataset_round_trip_and_hash_sees_one_changed_pixel(frames, tmp_path):
+    sha = frames.save(tmp_path / "d.npz")
+    loaded = load_dataset(tmp_path / "d.npz")
+    assert loaded.content_hash() == sha
+    assert loaded.frames.dtype == np.uint8 and loaded.frames.shape[2:] == (84, 84)
+    assert loaded.ram.shape[-1] == 128
+    loaded.frames[1, 7, 40, 40] ^= 1
+    assert loaded.content_hash() != sha
+
+
+def test_stacks_are_zero_padded_before_an_episode_starts(frames):
+    stacked = frames.stacked(np.array([0, 0]), np.array([0, 5]), 4)
+    assert stacked.shape == (2, 4, 84, 84)
+    assert not stacked[0, :3].any() and stacked[0, 3].any()  # first frame of the episode: 3 zero frames
+    assert (stacked[1, 0] == frames.frames[0, 2]).all() and (stacked[1, 3] == frames.frames[0, 5]).all()
+
+
+def test_corrupt_dataset_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(Exception, match="corrupt"):
+        load_dataset(bad)
+
+
+# ------------------------------------------------------------------ encoder and world model
+def test_gradient_checkpointing_gives_the_same_gradients(frames):
+    config = breakout(objective="dynamics")
+    grads = []
+    for checkpointing in (False, True):
+        torch.manual_seed(0)
+        encoder = FrameEncoder(4, 84, 32, checkpointing=checkpointing)
+        models = LatentModels(encoder, FrameDecoder(encoder), LatentWorldModel(32, 4, [32]))
+        batch = {
+            "obs": torch.as_tensor(frames.stacked(np.zeros(6, int), np.arange(6) + 3, 4)),
+            "next_obs": torch.as_tensor(frames.stacked(np.zeros(6, int), np.arange(6) + 4, 4)),
+            "action": torch.as_tensor(frames.actions[0, 3:9]),
+            "reward": torch.as_tensor(frames.rewards[0, 3:9]),
+            "done": torch.zeros(6, dtype=torch.bool),
+        }
+        encoder_step_loss(models, batch, config).backward()
+        grads.append(encoder.convs[0].weight.grad.clone())
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_training_reports_held_out_figures(frames):
+    models, metrics = train_latent_models(breakout(objective="motion"), frames, CostMeter())
+    for key in ("psnr_db", "latent_error_1", "latent_error_10", "reward_accuracy", "compression_ratio"):
+        assert key in metrics
+    assert metrics["compression_ratio"] == 4 * 84 * 84 / 32
+    assert metrics["pretrain_flops"] > 0
+
+
+# ------------------------------------------------------------------ the two envs, one interface
+def _check_vector_env(env, steps: int = 40) -> None:
+    """What PPO relies on: shapes, dtypes, episode ends, final observations, episode statistics."""
+    n, dim = env.num_envs, env.single_observation_space.shape[0]
+    obs, _ = env.reset(seed=1)
+    assert tuple(obs.shape) == (n, dim) and torch.as_tensor(obs).dtype == torch.float32
+    saw_end = False
+    for _ in range(steps):
+        actions = np.array([env.single_action_space.sample() for _ in range(n)])
+        obs, reward, terminated, truncated, info = env.step(actions)
+        assert tuple(obs.shape) == (n, dim)
+        assert tuple(torch.as_tensor(reward).shape) == (n,)
+        ended = torch.as_tensor(terminated) | torch.as_tensor(truncated)
+        if ended.any():
+            saw_end = True
+            assert tuple(torch.as_tensor(info["final_obs"]).shape) == (n, dim)
+            assert "_episode" in info and "r" in info["episode"]
+    assert saw_end
+    assert float(torch.as_tensor(obs).abs().max()) <= 1.0
+
+
+def test_virtual_and_real_env_pass_the_same_interface_test():
+    config = breakout()
+    encoder = FrameEncoder(4, 84, 32)
+    real_config = config.env.model_copy(update={"atari": config.env.atari.model_copy(update={"max_episode_steps": 30})})
+    real = EncodedVectorEnv(make_vec_env(real_config), encoder, CostMeter())
+    try:
+        _check_vector_env(real)
+    finally:
+        real.close()
+    virtual = VirtualVectorEnv(LatentWorldModel(32, 4, [32]), torch.rand(50, 32) * 2 - 1, 3, horizon=7)
+    _check_vector_env(virtual)
+
+
+def test_virtual_noise_changes_imagined_latents_only_when_set():
+    wm = LatentWorldModel(8, 2, [16])
+    torch.nn.init.constant_(wm.done.bias, -10.0)  # no imagined episode ends in this step
+    starts = torch.zeros(5, 8)
+    quiet, noisy = VirtualVectorEnv(wm, starts, 5, 10), VirtualVectorEnv(wm, starts, 5, 10, noise=0.1)
+    for env in (quiet, noisy):
+        env.reset(seed=0)
+    a = np.zeros(5, dtype=int)
+    assert torch.equal(quiet.step(a)[0], wm(starts, torch.as_tensor(a)).next_latent)
+    assert not torch.equal(noisy.step(a)[0], wm(starts, torch.as_tensor(a)).next_latent)
+
+
+# ------------------------------------------------------------------ curriculum
+def test_stage_scheduler_yields_the_configured_fractions():
+    config = CurriculumConfig()  # the seed's 70/30 -> 30/70 -> 100% real
+    total, real_rollout, virtual_rollout = 100_000, 500, 700
+    scheduler = CurriculumScheduler(config, total)
+    real = 0
+    while real < total:
+        source = scheduler.next_source(real)
+        scheduler.record(source, real_rollout if source == "real" else virtual_rollout, real)
+        real += real_rollout if source == "real" else 0
+    summary = scheduler.summary()
+    for i, stage in enumerate(config.stages, start=1):
+        r, v = summary[f"stage{i}_real_steps"], summary[f"stage{i}_virtual_steps"]
+        assert r == pytest.approx(stage.real_share * total, abs=real_rollout)
+        assert v / (r + v) == pytest.approx(stage.virtual_fraction, abs=0.02)
+
+
+def test_adaptive_scheduler_moves_to_real_data_when_the_score_is_high():
+    config = CurriculumConfig(mode="adaptive", target_score=100.0, adaptive_virtual_fractions=(0.5, 0.1))
+    scheduler = CurriculumScheduler(config, 10_000)
+    assert scheduler.virtual_fraction(0) == 0.5
+    scheduler.observe_score(85.0)
+    assert scheduler.virtual_fraction(0) == 0.1
+    scheduler.observe_score(20.0)
+    assert scheduler.virtual_fraction(0) == 0.5
+
+
+def test_curriculum_config_errors_and_ratio_warning():
+    with pytest.raises(ConfigError, match="sum to 1"):
+        validate_config({"latent": {"curriculum": {"stages": [{"virtual_fraction": 0.5, "real_share": 0.4}]}}})
+    with pytest.raises(ConfigError, match="target_score"):
+        validate_config({"latent": {"curriculum": {"mode": "adaptive"}}})
+    with pytest.raises(ConfigError, match="virtual_fraction"):
+        validate_config({"latent": {"curriculum": {"stages": [{"virtual_fraction": 1.0, "real_share": 1.0}]}}})
+    assert warn_batch_ratio(breakout(virtual_batch_size=64, real_batch_size=16)) is None
+    assert "outside" in warn_batch_ratio(breakout(virtual_batch_size=16, real_batch_size=16))
+
+
+def test_total_real_steps_sets_the_budget():
+    config = load_config(REPO / "configs" / "breakout-latent.yaml", ["total_real_steps=50000"])
+    assert config.ppo.total_timesteps == 50_000
+
+
+# ------------------------------------------------------------------ probe
+def test_probe_labels_drop_frames_without_the_ball(frames):
+    obs, labels, _, names = labelled_frames(frames, "breakout")
+    assert names == ["ball_x", "ball_y", "player_x"]
+    assert len(obs) == len(labels) and len(obs) <= len(frames)
+    assert (labels[:, 0] > 0).all() and (labels[:, 1] > 0).all()
+
+
+def test_linear_probe_recovers_a_linear_target():
+    z = torch.randn(400, 8)
+    y = z[:, :2] @ torch.tensor([[1.0, -2.0], [0.5, 3.0]]) + 0.3
+    pred = linear_probe(z[:300], y[:300], z[300:])
+    assert min(r2_scores(pred, y[300:])) > 0.99
+    assert max(r2_scores(torch.zeros(100, 2) + y[300:].mean(0), y[300:])) < 1e-6
+
+
+# ------------------------------------------------------------------ commands
+def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):
+    config_file = tmp_path / "breakout.yaml"
+    data = breakout().to_dict()
+    data["tracking"]["enabled"] = True
+    config_file.write_text(json.dumps(data))
+    cli_main(["pretrain", "encoder", "--config", str(config_file), "--out", str(tmp_path / "enc"), "--no-probe"])
+    summary = json.loads((tmp_path / "enc" / "summary.json").read_text())
+    assert summary["registered_model"] == "breakout-encoder" and summary["psnr_db"] > 0
+    assert len(summary["dataset_sha256"]) == 64
+    local = load_latent(tmp_path / "enc")
+    remote = load_latent("models:/breakout-encoder@champion")
+    for key, value in local.encoder.state_dict().items():
+        torch.testing.assert_close(remote.encoder.state_dict()[key], value)
+    assert "registered breakout-encoder version 1" in capsys.readouterr().out
+
+    png = tmp_path / "latent.png"
+    cli_main(["visualize-latent", "--encoder", str(tmp_path / "enc"), "--env", "ALE/Breakout-v5", "--out", str(png)])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_missing_encoder_is_a_clear_error(tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["probe-latent", "--encoder", str(tmp_path / "none"), "--game", "breakout", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+
+
+def test_curriculum_run_completes_every_stage(tmp_path):
+    from frugalrl.train import train
+
+    summary = train(breakout(), tmp_path / "run")
+    assert summary["techniques"] == ["latent_curriculum"]
+    assert summary["real_env_steps"] >= 512
+    assert summary["virtual_env_steps"] > 0
+    assert summary["stage1_virtual_steps"] > 0 and summary["stage2_virtual_steps"] > 0
+    assert summary["stage3_real_steps"] > 0 and summary["stage3_virtual_steps"] == 0
+    assert (tmp_path / "run" / "encoder.pt").is_file() and (tmp_path / "run" / "policy.pt").is_file()
+    from frugalrl.policy_store import load_policy
+
+    policy = load_policy(str(tmp_path / "run"))
+    frames = torch.zeros(2, 4, 84, 84, dtype=torch.uint8)
+    assert policy.act(frames).shape == (2,)
