@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import _report
 import torch
 
+import _report
 from frugalrl.config import load_config
 from frugalrl.cost import CostMeter
 from frugalrl.latent.dataset import collect_frames
@@ -49,7 +49,9 @@ def run(args: argparse.Namespace) -> list[dict]:
         started = time.perf_counter()
         models, metrics = train_latent_models(config, data, CostMeter())
         train_s = time.perf_counter() - started
-        probe = probe_latent(models.encoder, config, data=probe_data, ceiling_steps=0 if ceiling else args.ceiling_steps)
+        probe = probe_latent(
+            models.encoder, config, data=probe_data, ceiling_steps=0 if ceiling else args.ceiling_steps
+        )
         if ceiling is None:
             ceiling = {k: probe[k] for k in probe if k.startswith(("r2_cnn", "ball_ceiling", "paddle_ceiling"))}
         row = {"objective": objective, "latent_dim": dim, "train_s": round(train_s, 1), **metrics, **probe, **ceiling}

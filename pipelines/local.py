@@ -12,12 +12,12 @@ from kfp import compiler, local
 from frugalrl.config import load_config
 from frugalrl.errors import PipelineFailed
 from frugalrl.tracking import check_tracking, task_name, tracking_uri
-from pipelines.training import pipeline_for
+from pipelines.training import pipeline_for, pipeline_kind
 
 
 def compile_pipeline(output: Path, config_path: Path | None = None) -> Path:
     """Write the Kubeflow IR YAML of the pipeline ``config_path`` needs (the plain one without a config)."""
-    kind = load_config(config_path).selection.kind if config_path else "all"
+    kind = pipeline_kind(load_config(config_path)) if config_path else "plain"
     output.parent.mkdir(parents=True, exist_ok=True)
     compiler.Compiler().compile(pipeline_for(kind), str(output))
     return output
@@ -55,7 +55,7 @@ def run_local(
         warnings.filterwarnings("ignore", message=".*non-Python base image.*")
         warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
         try:
-            run = pipeline_for(config.selection.kind)(
+            run = pipeline_for(pipeline_kind(config))(
                 config_yaml=config_path.read_text(),
                 overrides=overrides,
                 model_name=name,

@@ -1,15 +1,20 @@
-"""The training pipeline: [collect -> pretrain evaluator ->] train -> evaluate -> register.
+"""The training pipelines: [collect -> pretrain ->] train -> evaluate -> register.
 
-The evaluator branch (PivotRL) exists only in the pipeline built for a config that enables it
-(``selection.kind: pivot``); other configs compile to the three-step graph.
+A pretraining branch exists only in the pipeline built for a config that enables it: the
+importance evaluator for PivotRL (``selection.kind: pivot``), the encoder and world model for
+the latent curriculum (``latent.enabled``); other configs compile to the three-step graph.
 """
 
 from components.collect_rollouts import collect_rollouts
+from components.curriculum_train import curriculum_train
 from components.evaluate import evaluate
+from components.pretrain_encoder import pretrain_encoder
 from components.pretrain_evaluator import pretrain_evaluator
 from components.register import register
 from components.train import train
 from kfp import dsl
+
+from frugalrl.config import ExperimentConfig
 
 DESCRIPTION = "Train a policy, evaluate it over fixed seeds, register it in MLflow."
 
@@ -57,6 +62,34 @@ def pivot_training_pipeline(
     return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
 
 
-def pipeline_for(selection_kind: str) -> dsl.graph_component.GraphComponent:
-    """The pipeline a config needs: the evaluator branch only when it enables PivotRL."""
-    return pivot_training_pipeline if selection_kind == "pivot" else training_pipeline
+@dsl.pipeline(name="frugalrl-train-latent", description=DESCRIPTION + " Latent curriculum on a pretrained encoder.")
+def latent_training_pipeline(
+    config_yaml: str,
+    model_name: str,
+    overrides: list = [],  # noqa: B006 - KFP needs a literal default
+    eval_episodes: int = 20,
+    eval_seed: int = 10_000,
+) -> str:
+    collected = collect_rollouts(config_yaml=config_yaml, overrides=overrides)
+    collected.set_display_name("collect game frames")
+    pretrained = pretrain_encoder(config_yaml=config_yaml, overrides=overrides, dataset=collected.outputs["dataset"])
+    pretrained.set_display_name("pretrain encoder + world model")
+    trained = curriculum_train(
+        config_yaml=config_yaml,
+        overrides=overrides,
+        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        encoder=pretrained.outputs["encoder"],
+    )
+    trained.set_display_name("curriculum training (virtual + real)")
+    return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
+
+
+def pipeline_kind(config: ExperimentConfig) -> str:
+    if config.latent.enabled:
+        return "latent"
+    return "pivot" if config.selection.kind == "pivot" else "plain"
+
+
+def pipeline_for(kind: str) -> dsl.graph_component.GraphComponent:
+    """The pipeline a config needs (``pipeline_kind``): a pretraining branch only when it is enabled."""
+    return {"latent": latent_training_pipeline, "pivot": pivot_training_pipeline}.get(kind, training_pipeline)

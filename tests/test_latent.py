@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 import torch
-from .conftest import REPO
 
 from frugalrl.cli import main as cli_main
 from frugalrl.config import CurriculumConfig, load_config, validate_config
@@ -23,6 +22,8 @@ from frugalrl.latent.probe import labelled_frames, linear_probe, r2_scores
 from frugalrl.latent.store import LatentModels, load_latent
 from frugalrl.latent.train import warn_batch_ratio
 from frugalrl.latent.world_model import LatentWorldModel
+
+from .conftest import REPO
 
 
 def breakout(**latent) -> object:
@@ -248,3 +249,35 @@ def test_curriculum_run_completes_every_stage(tmp_path):
     policy = load_policy(str(tmp_path / "run"))
     frames = torch.zeros(2, 4, 84, 84, dtype=torch.uint8)
     assert policy.act(frames).shape == (2,)
+
+
+def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
+    import yaml
+
+    out = tmp_path / "latent.yaml"
+    cli_main(["pipeline", "compile", "-o", str(out), "--config", str(REPO / "configs/breakout-latent.yaml")])
+    ir = yaml.safe_load(out.read_text())
+    tasks = ir["root"]["dag"]["tasks"]
+    assert set(tasks) == {"collect-rollouts", "pretrain-encoder", "curriculum-train", "evaluate", "register"}
+    assert tasks["curriculum-train"]["dependentTasks"] == ["pretrain-encoder"]
+    encoder = ir["components"]["comp-curriculum-train"]["inputDefinitions"]["artifacts"]["encoder"]
+    assert encoder["artifactType"]["schemaTitle"] == "system.Model"
+    with pytest.raises(ConfigError, match="selection.kind"):
+        validate_config({"latent": {"enabled": True}, "selection": {"kind": "pivot"}})
+
+
+def test_local_latent_pipeline_steps_chain(tmp_path):
+    """collect -> pretrain encoder -> curriculum train, as the components call them (no KFP)."""
+    from frugalrl.steps import collect_step, pretrain_encoder_step, train_step
+
+    config = breakout()
+    text = json.dumps({**config.to_dict(), "tracking": {"enabled": True, "experiment": "t", "log_model": True}})
+    info = collect_step(text, [], str(tmp_path / "frames.npz"))
+    assert info["kind"] == "frames" and len(info["sha256"]) == 64
+    summary = pretrain_encoder_step(
+        text, ["latent.pretrain_updates=2"], str(tmp_path / "frames.npz"), str(tmp_path / "enc")
+    )
+    assert summary["dataset_sha256"] == info["sha256"]
+    assert summary["registered_model"] == "breakout-encoder"
+    run = train_step(text, [f"latent.encoder_from={tmp_path / 'enc'}"], str(tmp_path / "run"))
+    assert "encoder from" in run["encoder_note"] and run["model_uri"]

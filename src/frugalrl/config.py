@@ -276,6 +276,15 @@ class ExperimentConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _latent_runs_alone(self) -> ExperimentConfig:
+        if self.latent.enabled and self.selection.kind != "all":
+            raise ValueError(
+                f"latent.enabled with selection.kind {self.selection.kind}: the latent curriculum does not "
+                "combine with sample selection yet; set selection.kind: all"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _batch_fits_rollout(self) -> ExperimentConfig:
         rollout = self.env.num_envs * self.ppo.num_steps
         if self.ppo.batch_size > rollout:

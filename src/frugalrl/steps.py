@@ -25,11 +25,29 @@ def train_step(config_yaml: str, overrides: list[str], out_dir: str, pipeline_ru
 
 
 def collect_step(config_yaml: str, overrides: list[str], dataset_path: str) -> dict[str, Any]:
-    """Baseline-PPO rollouts with importance labels, saved as an npz dataset (PivotRL pretraining input)."""
+    """The pretraining data a config needs, saved as an npz dataset.
+
+    Latent curriculum (``latent.enabled``): game frames with actions, rewards and RAM.
+    PivotRL: baseline-PPO rollouts with importance labels.
+    """
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    if config.latent.enabled:
+        from frugalrl.latent.dataset import collect_frames
+
+        data = collect_frames(config)
+        sha = data.save(Path(dataset_path))
+        return {"sha256": sha, "samples": len(data), "env_id": config.env.id, "kind": "frames"}
     from frugalrl.pivot.pretrain import collect_dataset
 
+    return {**collect_dataset(config, Path(dataset_path)), "kind": "labelled_rollouts"}
+
+
+def pretrain_encoder_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
+    """Train, probe and register the frame encoder and latent world model; ``out_dir`` gets encoder.pt."""
+    from frugalrl.latent.pretrain import pretrain_encoder
+
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    return collect_dataset(config, Path(dataset_path))
+    return pretrain_encoder(config, Path(out_dir), dataset=Path(dataset_path))
 
 
 def pretrain_evaluator_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
