@@ -114,9 +114,12 @@ def main() -> None:
     parser.add_argument("--probe-frames", type=int, default=8000)
     parser.add_argument("--ceiling-steps", type=int, default=1500)
     parser.add_argument(
-        "--variants", nargs="+", default=["recon:32", "motion:32", "dynamics:32", "dynamics:64"],
-        type=lambda s: (s.split(":")[0], int(s.split(":")[1])), help="objective:latent_dim",
-    )  # fmt: skip
+        "--variants",
+        nargs="+",
+        default=[("recon", 32), ("motion", 32), ("dynamics", 32), ("dynamics", 64)],
+        type=lambda s: (s.split(":")[0], int(s.split(":")[1])),
+        help="objective:latent_dim, e.g. recon:32 dynamics:64",
+    )
     parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "latent_encoders.json")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--write", action="store_true")
