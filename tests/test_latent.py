@@ -281,3 +281,20 @@ def test_local_latent_pipeline_steps_chain(tmp_path):
     assert summary["registered_model"] == "breakout-encoder"
     run = train_step(text, [f"latent.encoder_from={tmp_path / 'enc'}"], str(tmp_path / "run"))
     assert "encoder from" in run["encoder_note"] and run["model_uri"]
+
+
+def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_path):
+    from frugalrl.latent.store import save_latent
+    from frugalrl.train import train
+
+    models, _ = train_latent_models(breakout(), frames, CostMeter())
+    models.metadata = {"env_id": "ALE/Breakout-v5"}
+    save_latent(tmp_path / "breakout.pt", models)
+    pong = breakout(encoder_from=str(tmp_path / "breakout.pt"), encoder_mode="frozen")
+    pong = validate_config({**pong.to_dict(), "env": {**pong.env.model_dump(), "id": "ALE/Pong-v5"}}, "test")
+    summary = train(pong, tmp_path / "pong")
+    assert "world model fitted on ALE/Pong-v5" in summary["encoder_note"]
+    transferred = load_latent(tmp_path / "pong")
+    assert transferred.world_model.num_actions == 6 and transferred.metadata["transferred_from"] == "ALE/Breakout-v5"
+    for key, value in models.encoder.state_dict().items():  # frozen: the encoder is Breakout's
+        torch.testing.assert_close(transferred.encoder.state_dict()[key], value)

@@ -147,13 +147,24 @@ def fit_world_model(
 
 
 def train_latent_models(
-    config: ExperimentConfig, data: FrameDataset, meter: CostMeter, device: torch.device | None = None
+    config: ExperimentConfig,
+    data: FrameDataset,
+    meter: CostMeter,
+    device: torch.device | None = None,
+    start: LatentModels | None = None,
+    updates: int | None = None,
 ) -> tuple[LatentModels, dict[str, Any]]:
-    """Fit encoder (+ decoder, + world model) on the training part of ``data``; held-out metrics."""
+    """Fit encoder (+ decoder, + world model) on the training part of ``data``; held-out metrics.
+
+    ``start``: models to continue from (transfer: a pretrained encoder fine-tuned on a new game);
+    ``updates`` overrides ``latent.pretrain_updates``.
+    """
     device = device or torch.device("cpu")
     latent = config.latent
+    updates = latent.pretrain_updates if updates is None else updates
     torch.manual_seed(config.seed)
-    models = build_latent_models(config, int(data.meta["num_actions"]))
+    models = start or build_latent_models(config, int(data.meta["num_actions"]))
+    models.encoder.train()
     train_steps, test_steps = data.split(latent.holdout_fraction)
     sampler = TransitionSampler(data, train_steps, config.seed)
     params = [*models.encoder.parameters(), *models.decoder.parameters()]
@@ -163,7 +174,7 @@ def train_latent_models(
     bf16 = use_bf16(latent.mixed_precision, device)
     started = time.perf_counter()
     losses: list[float] = []
-    for _ in range(latent.pretrain_updates):
+    for _ in range(updates):
         batch = sampler.batch(latent.batch_size)
 
         def step(b=batch) -> torch.Tensor:
@@ -186,7 +197,7 @@ def train_latent_models(
         "objective": latent.objective,
         "latent_dim": latent.latent_dim,
         "compression_ratio": round(models.encoder.in_channels * models.encoder.frame_size**2 / latent.latent_dim, 1),
-        "encoder_updates": latent.pretrain_updates,
+        "encoder_updates": updates,
         "final_loss": float(np.mean(losses[-50:])) if losses else float("nan"),
         "world_model_loss": wm_loss,
         "bf16": bf16,

@@ -63,8 +63,12 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
                 f"latent.encoder_from {latent.encoder_from}: encoder has {spec}, the config asks for {wanted}; "
                 "set latent.latent_dim / env.atari to match it"
             )
-        data = collect_frames(config, steps=min(latent.collect_steps, 2048))
-        note = f"encoder from {latent.encoder_from}"
+        source_game = models.metadata.get("env_id")
+        if source_game == config.env.id and latent.encoder_mode == "frozen":
+            data = collect_frames(config, steps=min(latent.collect_steps, 2048))  # start latents only
+            note = f"encoder and world model from {latent.encoder_from}"
+        else:
+            models, data, note = _transfer(models, source_game, config, meter, out)
     else:
         data = collect_frames(config)
         models, metrics = train_latent_models(config, data, meter)
@@ -76,6 +80,43 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
     games, times = np.meshgrid(np.arange(data.num_games), np.arange(data.steps_per_game), indexing="ij")
     frames = torch.as_tensor(data.stacked(games.ravel(), times.ravel(), int(data.meta["stack"])))
     return models, encode(models.encoder, frames), note
+
+
+def _transfer(
+    models: LatentModels, source_game: str | None, config: ExperimentConfig, meter: CostMeter, out: Path
+) -> tuple[LatentModels, Any, str]:
+    """A pretrained encoder on another game (or to fine-tune): adapt it, and learn this game's world model.
+
+    The world model never transfers across games (other actions, other dynamics); it is fitted
+    afresh on frames of this game. ``encoder_mode: finetune`` first trains the encoder on them.
+    """
+    from frugalrl.latent.pretrain import TransitionSampler, fit_world_model, heldout_metrics
+    from frugalrl.latent.world_model import LatentWorldModel
+
+    latent = config.latent
+    data = collect_frames(config)
+    num_actions = int(data.meta["num_actions"])
+    same_game = source_game == config.env.id
+    if not same_game or models.world_model.num_actions != num_actions:
+        models.world_model = LatentWorldModel(latent.latent_dim, num_actions, latent.world_model.hidden)
+    if latent.encoder_mode == "finetune":
+        models, _ = train_latent_models(config, data, meter, start=models)
+    train_steps, test_steps = data.split(latent.holdout_fraction)
+    sampler = TransitionSampler(data, train_steps, config.seed)
+    steps = max(1, latent.world_model.epochs * len(sampler) // (latent.batch_size * 4))
+    fit_world_model(models, sampler, config, meter, steps)
+    metrics = heldout_metrics(models, data, test_steps, config)
+    models.metadata = {**models.metadata, "env_id": config.env.id, "transferred_from": source_game}
+    save_latent(out / "encoder.pt", models)
+    atomic_write_bytes(out / "encoder_metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
+    return (
+        models,
+        data,
+        (
+            f"encoder from {latent.encoder_from} ({source_game}, {latent.encoder_mode}); "
+            f"world model fitted on {config.env.id} (held-out PSNR {metrics['psnr_db']} dB)"
+        ),
+    )
 
 
 class WorldModelRefresher:

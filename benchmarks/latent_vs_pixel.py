@@ -1,0 +1,193 @@
+"""The latent curriculum against pixel PPO on Atari, at the same real-env-step budget.
+
+For every seed the script pretrains one encoder + world model (``frugalrl pretrain encoder``,
+random-play frames) and then trains, one after another:
+
+1. ``pixel``     PPO with the Nature CNN on frames (``configs/breakout-ppo.yaml``);
+2. ``real``      latent PPO on real data only (encoder frozen, no virtual steps);
+3. ``mbpo``      a fixed small real share: 95% of steps virtual (MBPO's 5% real data);
+4. ``stages``    the seed's three-stage schedule 70/30 -> 30/70 -> 100% real;
+5. ``adaptive``  the adaptive schedule (more real data once the return passes 80% of
+                 ``--target-score``).
+
+The latent variants start from the seed's encoder (``latent.encoder_from``), and its
+pretraining FLOPs and wall-clock are added to each of them: the curriculum's cost includes
+its encoder. Every run is a fresh ``frugalrl train`` subprocess (MLflow off, one torch thread).
+
+    python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 --seeds 3 --steps 100000 --workers 2 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import _report
+
+PIXEL = {"ALE/Breakout-v5": "breakout-ppo.yaml", "ALE/Pong-v5": "pong-ppo.yaml"}
+LATENT = {"ALE/Breakout-v5": "breakout-latent.yaml", "ALE/Pong-v5": "pong-latent.yaml"}
+VARIANTS = {
+    "real": ["latent.curriculum.stages=[{virtual_fraction: 0.0, real_share: 1.0}]"],
+    "mbpo": ["latent.curriculum.stages=[{virtual_fraction: 0.95, real_share: 1.0}]"],
+    "stages": [],
+    "adaptive": ["latent.curriculum.mode=adaptive"],
+}
+DESCRIPTIONS = {
+    "pixel": "pixel PPO (Nature CNN)",
+    "real": "latent PPO, 100% real",
+    "mbpo": "latent, 95% virtual (MBPO-like)",
+    "stages": "latent, seed's 3 stages",
+    "adaptive": "latent, adaptive schedule",
+}
+_lock = threading.Lock()
+
+
+def _run(args: list[str], cwd: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "frugalrl.cli", *args], capture_output=True, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:3])} failed: {proc.stderr.strip().splitlines()[-1:]}")
+
+
+def _sets(items: list[str]) -> list[str]:
+    return [arg for item in ["tracking.enabled=false", "threads=1", *items] for arg in ("--set", item)]
+
+
+def run_chain(game: str, seed: int, args: argparse.Namespace, results: list, workdir: Path) -> None:
+    root = Path(tempfile.mkdtemp(dir=workdir))
+    latent_config = _report.REPO_ROOT / "configs" / LATENT[game]
+    pixel_config = _report.REPO_ROOT / "configs" / PIXEL[game]
+    encoder_dir = root / "encoder"
+    pretrain = [f"seed={seed}", f"latent.pretrain_updates={args.pretrain_updates}",
+                f"latent.collect_steps={args.collect_steps}"]  # fmt: skip
+    _run(
+        ["pretrain", "encoder", "-c", str(latent_config), "-o", str(encoder_dir), "--no-probe", *_sets(pretrain)], root
+    )
+    encoder = json.loads((encoder_dir / "summary.json").read_text())
+
+    def record(variant: str, run_dir: Path, pretrain: dict | None) -> None:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        row = {
+            "game": game,
+            "seed": seed,
+            "variant": variant,
+            "eval_mean": summary["eval_mean"],
+            "real_env_steps": summary["real_env_steps"],
+            "virtual_env_steps": summary["virtual_env_steps"],
+            "train_flops": summary["train_flops"] + (pretrain["train_flops"] if pretrain else 0.0),
+            "pretrain_flops": pretrain["train_flops"] if pretrain else 0.0,
+            "train_s": summary["wall_s"] - summary["eval_s"] + (pretrain["wall_s"] if pretrain else 0.0),
+        }
+        with _lock:
+            results.append(row)
+            args.results.write_text(json.dumps(results, indent=1))
+            print(
+                f"{game:<16} seed {seed}  {variant:<8} eval {row['eval_mean']:7.2f}  real {row['real_env_steps']:>8,} "
+                f"virtual {row['virtual_env_steps']:>9,}  TFLOPs {row['train_flops'] / 1e12:8.2f}  "
+                f"s {row['train_s']:6.0f}",
+                flush=True,
+            )
+
+    common = [f"seed={seed}", f"eval.episodes={args.eval_episodes}"]
+    pixel_dir = root / "pixel"
+    _run(["train", str(pixel_config), "--out", str(pixel_dir),
+          *_sets([*common, f"ppo.total_timesteps={args.steps}"])], root)  # fmt: skip
+    record("pixel", pixel_dir, None)
+    for variant in args.variants:
+        run_dir = root / variant
+        extra = list(VARIANTS[variant])
+        if variant == "adaptive":
+            extra.append(f"latent.curriculum.target_score={args.target_score}")
+        sets = _sets([*common, f"total_real_steps={args.steps}", f"latent.encoder_from={encoder_dir}", *extra])
+        _run(["train", str(latent_config), "--out", str(run_dir), *sets], root)
+        record(variant, run_dir, encoder)
+
+
+def report(results: list[dict], command: str, load_start: str, load_end: str, args: argparse.Namespace) -> str:
+    lines = _report.machine_lines(
+        command,
+        load_start,
+        load_end,
+        [
+            f"budget: {args.steps:,} real env steps per run; {args.eval_episodes} evaluation episodes "
+            "(sticky actions, stochastic policy) per run",
+            f"encoder per seed: {args.collect_steps:,} random-play frames, {args.pretrain_updates} updates "
+            "(configs' objective and latent_dim)",
+            "latent rows include their encoder + world-model pretraining (FLOPs and seconds); "
+            "the pretraining frames are random play and are not counted as training env steps",
+            "FLOPs ratio and time ratio are per seed against pixel PPO, then the median over seeds",
+        ],
+    )
+    parts = ["\n".join(lines)]
+    for game in dict.fromkeys(r["game"] for r in results):
+        rows = [r for r in results if r["game"] == game]
+        by = {(r["variant"], r["seed"]): r for r in rows}
+        seeds = sorted({r["seed"] for r in rows})
+        table = []
+        for variant in ["pixel", *[v for v in VARIANTS if any(r["variant"] == v for r in rows)]]:
+            mine = [by[(variant, s)] for s in seeds if (variant, s) in by]
+            if not mine:
+                continue
+            flops = [
+                by[(variant, s)]["train_flops"] / by[("pixel", s)]["train_flops"] for s in seeds if (variant, s) in by
+            ]
+            secs = [by[(variant, s)]["train_s"] / by[("pixel", s)]["train_s"] for s in seeds if (variant, s) in by]
+            table.append(
+                [
+                    DESCRIPTIONS[variant],
+                    len(mine),
+                    _report.fmt_mmm([r["eval_mean"] for r in mine], "{:.1f}"),
+                    _report.fmt_mmm([r["real_env_steps"] for r in mine]),
+                    _report.fmt_mmm([r["virtual_env_steps"] for r in mine]),
+                    f"{statistics.median(flops):.3f}",
+                    f"{statistics.median(secs):.2f}",
+                ]
+            )
+        header = ["variant", "seeds", "eval return", "real steps", "virtual steps", "FLOPs / pixel", "time / pixel"]
+        parts.append(f"**{game}**\n\n" + _report.markdown_table(header, table))
+    return "\n\n".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", nargs="+", default=["ALE/Breakout-v5"], choices=list(LATENT))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=500_000, help="real env steps per run")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--target-score", type=float, default=20.0, help="adaptive schedule's target return")
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--pretrain-updates", type=int, default=3000, help="encoder updates per seed")
+    parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per seed")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "latent_vs_pixel.json")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    command = _report.command_line()
+    load_start = _report.load_average()
+    if args.report_only:
+        results = json.loads(args.results.read_text())
+    else:
+        results: list[dict] = []
+        with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.workers) as pool:
+            jobs = [
+                pool.submit(run_chain, game, seed, args, results, Path(workdir))
+                for seed in range(1, args.seeds + 1)
+                for game in args.games
+            ]
+            for job in jobs:
+                job.result()
+    text = report(results, command, load_start, _report.load_average(), args)
+    print(text)
+    if args.write:
+        _report.write_section("latent_vs_pixel", text)
+
+
+if __name__ == "__main__":
+    main()
