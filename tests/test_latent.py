@@ -226,6 +226,12 @@ def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):
     png = tmp_path / "latent.png"
     cli_main(["visualize-latent", "--encoder", str(tmp_path / "enc"), "--env", "ALE/Breakout-v5", "--out", str(png)])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from mlflow import MlflowClient
+
+    runs = MlflowClient().search_runs(
+        [e.experiment_id for e in MlflowClient().search_experiments()], "tags.mlflow.runName = 'visualize-latent'"
+    )
+    assert runs and MlflowClient().list_artifacts(runs[0].info.run_id, "latent")[0].path == "latent/latent.png"
 
 
 def test_missing_encoder_is_a_clear_error(tmp_path):

@@ -132,6 +132,7 @@ def probe_latent_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write probe.json.")],
     steps: Annotated[int, typer.Option(min=200, help="Random-play env steps to collect for the probe.")] = 8000,
     ceiling: Annotated[bool, typer.Option(help="Also train the supervised CNN ceiling.")] = True,
+    mlflow: Annotated[bool, typer.Option(help="Log the figures to an MLflow run.")] = True,
 ) -> None:
     """Held-out R^2 of linear and MLP probes from the latent to RAM-annotated positions."""
     from frugalrl.checkpoint import atomic_write_bytes
@@ -144,6 +145,8 @@ def probe_latent_command(
     results = probe_latent(models.encoder, config, steps=steps, ceiling_steps=1500 if ceiling else 0)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "probe.json", (json.dumps(results, indent=2) + "\n").encode())
+    if mlflow:
+        _log_latent_files(config, encoder, "probe-latent", [out / "probe.json"], results)
     for key, value in results.items():
         if key.startswith(("r2_", "ball_", "paddle_")):
             typer.echo(f"{key:<22} {value:8.4f}")
@@ -155,13 +158,30 @@ def visualize_latent_command(
     encoder: Annotated[str, typer.Option(help="encoder.pt, its run directory, or models:/<game>-encoder@champion")],
     env: Annotated[str, typer.Option(help="The ALE env id, e.g. ALE/Breakout-v5")],
     out: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")],
+    mlflow: Annotated[bool, typer.Option(help="Log the picture to an MLflow run.")] = True,
 ) -> None:
     """Frames beside their reconstructions (with PSNR) and a 2-D projection of the latents."""
     from frugalrl.latent.visualize import visualize_latent
 
     models, config = _latent_config(encoder, env)
     path = visualize_latent(models, config, out)
+    if mlflow:
+        _log_latent_files(config, encoder, "visualize-latent", [path], {})
     typer.echo(f"latent picture: {path}")
+
+
+def _log_latent_files(config: object, encoder: str, name: str, files: list[Path], metrics: dict) -> None:
+    """One MLflow run holding an encoder's probe figures or picture, tagged with the encoder it describes."""
+    import mlflow
+
+    from frugalrl.tracking import RunTracker
+
+    with RunTracker(config, run_name=name) as tracker:
+        mlflow.set_tag("frugalrl.encoder", encoder)
+        tracker.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)}, step=0)
+        for path in files:
+            tracker.log_artifact(path, artifact_path="latent")
+        typer.echo(f"MLflow run {tracker.run_id}")
 
 
 @config_app.command("validate")
