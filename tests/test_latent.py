@@ -304,3 +304,18 @@ def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_p
     assert transferred.world_model.num_actions == 6 and transferred.metadata["transferred_from"] == "ALE/Breakout-v5"
     for key, value in models.encoder.state_dict().items():  # frozen: the encoder is Breakout's
         torch.testing.assert_close(transferred.encoder.state_dict()[key], value)
+
+
+def test_lora_adapts_the_encoder_in_the_real_stage(tmp_path):
+    from frugalrl.policy_store import load_policy_file
+    from frugalrl.train import train
+
+    summary = train(breakout(encoder_adapter="lora", lora_rank=2), tmp_path / "run")
+    assert summary["lora_updates"] > 0 and 0 < summary["lora_trainable_parameters"] < 20_000
+    assert summary["stage3_real_steps"] > 0 and summary["flops_per_sample"]["lora_backward"] > 0
+    base = load_latent(tmp_path / "run").encoder.state_dict()
+    policy, _ = load_policy_file(tmp_path / "run")
+    adapted = policy.encoder.state_dict()
+    assert not torch.equal(adapted["fc.weight"], base["fc.weight"])  # LoRA moved the merged weights
+    with pytest.raises(ConfigError, match="final all-real stage"):
+        breakout(encoder_adapter="lora", curriculum={"stages": [{"virtual_fraction": 0.5, "real_share": 1.0}]})

@@ -211,11 +211,27 @@ class LatentConfig(_Strict):
     gradient_checkpointing: bool = False
     encoder_from: str | None = Field(None, description="pretrained encoder: path or models:/name@alias")
     encoder_mode: Literal["frozen", "finetune"] = "frozen"
+    encoder_adapter: Literal["none", "lora"] = Field(
+        "none", description="lora: adapt the encoder with LoRA (peft) through the PPO loss in all-real stages"
+    )
+    lora_rank: int = Field(8, ge=1, le=256)
+    lora_alpha: float = Field(16.0, gt=0)
     virtual_num_envs: int = Field(64, ge=1, le=65536)
     virtual_batch_size: int = Field(256, ge=1, description="PPO minibatch on virtual rollouts")
     real_batch_size: int = Field(64, ge=1, description="PPO minibatch on real rollouts")
     world_model: WorldModelConfig = Field(default_factory=WorldModelConfig)
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
+
+    @model_validator(mode="after")
+    def _lora_needs_a_real_stage(self) -> LatentConfig:
+        if self.encoder_adapter == "lora":
+            curriculum = self.curriculum
+            if curriculum.mode != "stages" or curriculum.stages[-1].virtual_fraction > 0:
+                raise ValueError(
+                    "latent.encoder_adapter lora adapts the encoder in the final all-real stage; "
+                    "use curriculum.mode stages with a last stage of virtual_fraction 0"
+                )
+        return self
 
 
 class SelectionConfig(_Strict):

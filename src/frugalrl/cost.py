@@ -79,6 +79,25 @@ class CostMeter:
         """Add ``samples`` of auxiliary training work done in ``phase``."""
         self.aux_samples[phase] = self.aux_samples.get(phase, 0) + samples
 
+    def absorb(self, other: CostMeter, prefix: str) -> None:
+        """Add the work another learner metered on its own (its own per-sample FLOPs).
+
+        Its env steps and seconds add up; its forward and backward passes count as auxiliary
+        training work under ``<prefix>_forward`` / ``<prefix>_backward``, since they cost
+        something else per sample than this meter's learner.
+        """
+        self.real_env_steps += other.real_env_steps
+        self.virtual_env_steps += other.virtual_env_steps
+        self.inference_samples += other.inference_samples
+        for phase, samples in (("forward", other.forward_samples), ("backward", other.backward_samples)):
+            self.flops_per_sample[f"{prefix}_{phase}"] = other.flops_per_sample.get(phase, 0.0)
+            self.count(f"{prefix}_{phase}", samples)
+        for phase, samples in other.aux_samples.items():
+            self.flops_per_sample[f"{prefix}_{phase}"] = other.flops_per_sample.get(phase, 0.0)
+            self.count(f"{prefix}_{phase}", samples)
+        for phase, seconds in other.seconds.items():
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
+
     @property
     def aux_flops(self) -> float:
         return sum(self.flops_per_sample.get(phase, 0.0) * n for phase, n in self.aux_samples.items())

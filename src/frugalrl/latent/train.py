@@ -29,6 +29,7 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, FrugalError
+from frugalrl.latent.adapter import EncodedActorCritic, lora_encoder, merged_encoder
 from frugalrl.latent.curriculum import CurriculumScheduler
 from frugalrl.latent.dataset import collect_frames
 from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
@@ -224,6 +225,10 @@ def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: boo
     scheduler = CurriculumScheduler(config.latent.curriculum, config.ppo.total_timesteps)
     refresher = WorldModelRefresher(models, config, meter)
     total = config.ppo.total_timesteps
+    lora: LoraLearner | None = None
+
+    def real_steps() -> int:
+        return real.global_step + (lora.agent.global_step if lora else 0)
 
     tracker_cm: Any = contextlib.nullcontext(None)
     if config.tracking.enabled:
@@ -234,10 +239,15 @@ def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: boo
     try:
         with tracker_cm as tracker, TrainingProgress(total, 0, config.log_every_updates, interactive) as progress:
             real_updates = 0
-            while real.global_step < total:
-                before = real.global_step
+            while real_steps() < total:
+                before = real_steps()
                 source = scheduler.next_source(before)
-                if source == "virtual":
+                if source == "real" and in_lora_stage(config, scheduler, before):
+                    lora = lora or LoraLearner(real, models.encoder, config, device)
+                    metrics = lora.agent.run_update()
+                    steps = lora.agent.rollout_size
+                    source = "real_lora"
+                elif source == "virtual":
                     virtual.update, virtual.num_updates = real.update, real.num_updates  # one lr / clip schedule
                     metrics = virtual.run_update()
                     steps = virtual.rollout_size
@@ -251,11 +261,11 @@ def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: boo
                         virtual_env.set_start_latents(refresher.start_latents())
                     if "episode_return" in metrics:
                         scheduler.observe_score(metrics["episode_return"])
-                scheduler.record(source, steps, before)
+                scheduler.record("virtual" if source == "virtual" else "real", steps, before)
                 record = {
                     "source": source,
                     "stage": scheduler.stage(before) + 1,
-                    "real_step": real.global_step,
+                    "real_step": real_steps(),
                     "virtual_step": meter.virtual_env_steps,
                     **metrics,
                 }
@@ -263,15 +273,20 @@ def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: boo
                 metrics_log.flush()
                 if tracker:
                     numeric = {f"{source}/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}
-                    tracker.log_metrics(numeric, step=real.global_step + meter.virtual_env_steps)
-                progress.update(real.global_step, metrics)
+                    tracker.log_metrics(numeric, step=real_steps() + meter.virtual_env_steps)
+                progress.update(real_steps(), metrics)
+            extra = {**scheduler.summary(), "real_updates": real_updates, "encoder_note": note}
+            encoder = models.encoder
+            if lora:
+                meter.absorb(lora.meter, "lora")
+                encoder = merged_encoder(lora.encoder)
+                extra.update(lora_updates=lora.agent.update, lora_trainable_parameters=lora.trainable)
             policy = ExportedPolicy(
                 _frozen_copy(real.policy),
                 spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
-                encoder=_frozen_copy(models.encoder),
+                encoder=_frozen_copy(encoder),
             )
             frames = real_env.env.reset(seed=config.seed)[0][:1]
-            extra = {**scheduler.summary(), "real_updates": real_updates, "encoder_note": note}
             summary = finish_run(
                 config, out, real, meter, tracker, device,
                 policy=policy, techniques=["latent_curriculum"], extra=extra, example=np.asarray(frames),
@@ -280,6 +295,42 @@ def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: boo
     finally:
         metrics_log.close()
         real_env.close()
+
+
+def in_lora_stage(config: ExperimentConfig, scheduler: CurriculumScheduler, real_steps_done: int) -> bool:
+    """True in the trailing all-real stages when ``encoder_adapter: lora`` (config validation ensures one)."""
+    if config.latent.encoder_adapter != "lora":
+        return False
+    stages = config.latent.curriculum.stages
+    first = len(stages)
+    while first > 0 and stages[first - 1].virtual_fraction == 0.0:
+        first -= 1
+    return scheduler.stage(real_steps_done) >= first
+
+
+class LoraLearner:
+    """The real learner of the final stage: PPO on frames through a LoRA-adapted copy of the encoder.
+
+    It shares the actor-critic and the optimizer (the adapters join as a parameter group) and
+    steps the same real env, restarted: its episodes begin fresh when the stage begins. It
+    meters on its own (an encoder pass costs more per sample than the latent MLP) and the run
+    absorbs that meter at the end.
+    """
+
+    def __init__(self, real: PPO, encoder: torch.nn.Module, config: ExperimentConfig, device: torch.device):
+        latent = config.latent
+        self.encoder = lora_encoder(encoder, latent.lora_rank, latent.lora_alpha)
+        adapters = [p for p in self.encoder.parameters() if p.requires_grad]
+        self.trainable = sum(p.numel() for p in adapters)
+        real.optimizer.add_param_group({"params": adapters})
+        self.meter = CostMeter()
+        raw_env = real.env.env  # the frames under EncodedVectorEnv
+        policy = EncodedActorCritic(self.encoder, real.policy)
+        self.agent = PPO(real.config, raw_env, self.meter, device, policy=policy, optimizer=real.optimizer)
+        self.agent.num_updates, self.agent.update = real.num_updates, real.update  # one lr / clip schedule
+        self.agent.global_step = 0
+        self.agent.start(config.seed + 7919)
+        print(f"latent: real stage with LoRA on the encoder (rank {latent.lora_rank}, {self.trainable} parameters)")
 
 
 def _frozen_copy(module: torch.nn.Module) -> torch.nn.Module:
