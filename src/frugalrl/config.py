@@ -97,6 +97,49 @@ class PPOConfig(_Strict):
     adam_eps: float = Field(1e-5, gt=0)
 
 
+class ReplayConfig(_Strict):
+    """The off-policy replay store: uniform, proportional prioritized, or hot/warm/cold tiers."""
+
+    kind: Literal["uniform", "prioritized", "tiered"] = "uniform"
+    capacity: int = Field(100_000, ge=2, description="transitions")
+    max_bytes: int | None = Field(None, ge=1, description="memory budget of the store; the smaller limit wins")
+    alpha: float = Field(0.6, ge=0.0, le=1.0, description="prioritized: P(i) ~ priority^alpha")
+    beta: float = Field(0.4, ge=0.0, le=1.0, description="importance-weight exponent at the start (anneals to 1)")
+    beta_steps: int = Field(100_000, ge=1, description="sample calls over which beta anneals to 1")
+    tier_weights: tuple[float, float, float] = Field((0.5, 0.3, 0.2), description="tiered: hot, warm, cold")
+    hot_quantile: float = Field(0.9, gt=0.0, lt=1.0)
+    warm_quantile: float = Field(0.5, gt=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _tiers(self) -> ReplayConfig:
+        if self.warm_quantile >= self.hot_quantile:
+            raise ValueError(
+                f"replay.warm_quantile {self.warm_quantile} must be below hot_quantile {self.hot_quantile}"
+            )
+        if min(self.tier_weights) < 0 or sum(self.tier_weights) <= 0:
+            raise ValueError("replay.tier_weights must be non-negative with a positive sum")
+        return self
+
+
+class DQNConfig(_Strict):
+    """Double DQN (van Hasselt et al. 2016) hyperparameters, named as in Stable-Baselines3."""
+
+    total_timesteps: int = Field(50_000, ge=1)
+    learning_rate: float = Field(1e-4, gt=0, le=1.0)
+    batch_size: int = Field(64, ge=1)
+    learning_starts: int = Field(1000, ge=0, description="env steps of pure exploration before learning")
+    train_freq: int = Field(4, ge=1, description="vector-env steps between learning phases")
+    gradient_steps: int = Field(1, ge=1, description="minibatch updates per learning phase")
+    gamma: float = Field(0.99, ge=0.0, le=1.0)
+    target_update_interval: int = Field(1000, ge=1, description="env steps between target-network syncs")
+    tau: float = Field(1.0, gt=0.0, le=1.0, description="1 = hard copy; below 1 = Polyak averaging")
+    exploration_fraction: float = Field(0.1, gt=0.0, le=1.0)
+    exploration_initial_eps: float = Field(1.0, ge=0.0, le=1.0)
+    exploration_final_eps: float = Field(0.05, ge=0.0, le=1.0)
+    max_grad_norm: float = Field(10.0, gt=0)
+    double: bool = True
+
+
 class EvaluatorConfig(_Strict):
     """The importance evaluator's network and training."""
 
@@ -264,10 +307,12 @@ class ExperimentConfig(_Strict):
     seed: int = Field(1, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "cpu"
     threads: int = Field(1, ge=0, description="torch CPU threads; 0 keeps torch's default")
-    algo: Literal["ppo"] = "ppo"
+    algo: Literal["ppo", "dqn"] = "ppo"
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     ppo: PPOConfig = Field(default_factory=PPOConfig)
+    dqn: DQNConfig = Field(default_factory=DQNConfig)
+    replay: ReplayConfig = Field(default_factory=ReplayConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     pivot: PivotConfig = Field(default_factory=PivotConfig)
     latent: LatentConfig = Field(default_factory=LatentConfig)
@@ -279,20 +324,30 @@ class ExperimentConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     log_every_updates: int = Field(10, ge=1)
 
+    @property
+    def algo_config(self) -> PPOConfig | DQNConfig:
+        """The hyperparameter section of the chosen algorithm."""
+        return self.dqn if self.algo == "dqn" else self.ppo
+
     @model_validator(mode="after")
     def _real_step_budget(self) -> ExperimentConfig:
-        budget = self.total_real_steps
-        if budget is not None and budget != self.ppo.total_timesteps:
-            if "total_timesteps" in self.ppo.model_fields_set:
+        budget, section = self.total_real_steps, self.algo_config
+        if budget is not None and budget != section.total_timesteps:
+            if "total_timesteps" in section.model_fields_set:
                 raise ValueError(
-                    f"total_real_steps {budget} and ppo.total_timesteps {self.ppo.total_timesteps} disagree; "
-                    "set only one of them"
+                    f"total_real_steps {budget} and {self.algo}.total_timesteps {section.total_timesteps} "
+                    "disagree; set only one of them"
                 )
-            self.ppo.total_timesteps = budget
+            section.total_timesteps = budget
         return self
 
     @model_validator(mode="after")
     def _latent_runs_alone(self) -> ExperimentConfig:
+        if self.algo != "ppo" and (self.latent.enabled or self.selection.kind != "all"):
+            raise ValueError(
+                f"algo {self.algo}: the latent curriculum and sample selection work with PPO only; "
+                "set algo: ppo or turn them off"
+            )
         if self.latent.enabled and self.selection.kind != "all":
             raise ValueError(
                 f"latent.enabled with selection.kind {self.selection.kind}: the latent curriculum does not "
@@ -303,7 +358,7 @@ class ExperimentConfig(_Strict):
     @model_validator(mode="after")
     def _batch_fits_rollout(self) -> ExperimentConfig:
         rollout = self.env.num_envs * self.ppo.num_steps
-        if self.ppo.batch_size > rollout:
+        if self.algo == "ppo" and self.ppo.batch_size > rollout:
             raise ValueError(
                 f"ppo.batch_size {self.ppo.batch_size} exceeds the rollout size "
                 f"env.num_envs * ppo.num_steps = {rollout}; allowed: <= {rollout}"

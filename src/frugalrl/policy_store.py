@@ -45,8 +45,14 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
         atari = config.env.atari
         encoder = FrameEncoder(atari.stack_num, atari.img_size, config.latent.latent_dim)
         obs_space = latent_space(config.latent.latent_dim)
+    if config.algo == "dqn":
+        from frugalrl.nets.qnet import build_q_network
+
+        network = build_q_network(obs_space, act_space, config.policy)
+    else:
+        network = build_actor_critic(obs_space, act_space, config.policy)
     policy = ExportedPolicy(
-        build_actor_critic(obs_space, act_space, config.policy),
+        network,
         spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
         obs_mean=state["obs_mean"] if has_norm else None,
         obs_var=state["obs_var"] if has_norm else None,

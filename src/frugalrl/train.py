@@ -57,6 +57,7 @@ SUMMARY_KEYS = (
     "backward_samples", "train_flops", "wall_s", "env_s", "learn_s", "peak_rss_mb", "eval_mean",
     "eval_std", "eval_iqm", "eval_episodes", "mlflow_run_id",
 )  # fmt: skip
+Learner = Any  # PPO or DQN: start(seed), run_update(), state_dict(), policy, env, global_step, update
 
 
 def resolve_device(name: str) -> torch.device:
@@ -85,7 +86,18 @@ def build_selector(config: ExperimentConfig, agent: PPO, meter: CostMeter, devic
     return AllSamples()
 
 
-def export_policy(agent: PPO, config: ExperimentConfig) -> ExportedPolicy:
+def build_learner(config: ExperimentConfig, env: Any, meter: CostMeter, device: torch.device) -> Learner:
+    """The learner ``config.algo`` names, with its technique objects plugged in."""
+    if config.algo == "dqn":
+        from frugalrl.algos.dqn import DQN
+
+        return DQN(config, env, meter, device)
+    agent = PPO(config, env, meter, device)
+    agent.selector = build_selector(config, agent, meter, device)
+    return agent
+
+
+def export_policy(agent: Learner, config: ExperimentConfig) -> ExportedPolicy:
     """A self-contained copy of the agent's policy, with the observation statistics baked in."""
     normalizer = find_wrapper(agent.env, NormalizeObservation)
     mean = var = None
@@ -101,7 +113,7 @@ def export_policy(agent: PPO, config: ExperimentConfig) -> ExportedPolicy:
     )
 
 
-def _checkpoint_state(agent: PPO, meter: CostMeter, config: ExperimentConfig, run_id: str | None) -> dict[str, Any]:
+def _checkpoint_state(agent: Learner, meter: CostMeter, config: ExperimentConfig, run_id: str | None) -> dict[str, Any]:
     base = _base_env(agent.env)
     snapshot = base.snapshot() if hasattr(base, "snapshot") else None
     return {
@@ -117,7 +129,7 @@ def _checkpoint_state(agent: PPO, meter: CostMeter, config: ExperimentConfig, ru
     }
 
 
-def _restore(state: dict[str, Any], agent: PPO, meter: CostMeter, config: ExperimentConfig) -> None:
+def _restore(state: dict[str, Any], agent: Learner, meter: CostMeter, config: ExperimentConfig) -> None:
     if state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"checkpoint format {state.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     if state["config_hash"] != config.hash():
@@ -179,10 +191,9 @@ def train(
     np.random.seed(config.seed)
     device = resolve_device(config.device)
 
-    env = make_vec_env(config.env, gamma=config.ppo.gamma)
+    env = make_vec_env(config.env, gamma=config.algo_config.gamma)
     meter = CostMeter()
-    agent = PPO(config, env, meter, device)
-    agent.selector = build_selector(config, agent, meter, device)
+    agent = build_learner(config, env, meter, device)
     if state is not None:
         _restore(state, agent, meter, config)
     else:
@@ -229,7 +240,7 @@ def train(
 def finish_run(
     config: ExperimentConfig,
     out: Path,
-    agent: PPO,
+    agent: Learner,
     meter: CostMeter,
     tracker: Any,
     device: torch.device,
@@ -245,6 +256,8 @@ def finish_run(
     ``extra`` summary keys and an input ``example`` for the MLflow model signature.
     """
     policy = policy or export_policy(agent, config)
+    if techniques is None and hasattr(agent, "techniques"):
+        techniques = list(agent.techniques)
     if techniques is None:
         techniques = [agent.selector.technique] if agent.selector.technique else []
     save_policy(out / "policy.pt", policy, config)

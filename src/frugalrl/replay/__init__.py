@@ -1,0 +1,47 @@
+"""Replay for off-policy learners: one storage, three ways to draw (``ReplayConfig.kind``)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from frugalrl.config import ReplayConfig
+from frugalrl.replay.storage import Transitions, TransitionStorage
+from frugalrl.replay.stores import PrioritizedReplay, ReplayStore, SumTree, TieredReplay, UniformReplay
+
+
+def build_replay(
+    config: ReplayConfig, obs_space: gym.spaces.Box, action_space: gym.Space, num_envs: int, seed: int = 0
+) -> ReplayStore:
+    """The store a config asks for; stacked uint8 frames are stored one frame per transition."""
+    frames = obs_space.dtype == np.uint8 and len(obs_space.shape) == 3
+    storage = TransitionStorage(
+        obs_space.shape,
+        obs_space.dtype,
+        action_space.shape,
+        action_space.dtype,
+        num_envs,
+        config.capacity,
+        config.max_bytes,
+        frame_stack=obs_space.shape[0] if frames else 1,
+    )
+    if config.kind == "prioritized":
+        return PrioritizedReplay(storage, seed, config.alpha, config.beta, config.beta_steps)
+    if config.kind == "tiered":
+        return TieredReplay(
+            storage, seed, config.tier_weights, config.hot_quantile, config.warm_quantile,
+            beta=config.beta, beta_steps=config.beta_steps,
+        )  # fmt: skip
+    return UniformReplay(storage, seed)
+
+
+__all__ = [
+    "PrioritizedReplay",
+    "ReplayStore",
+    "SumTree",
+    "TieredReplay",
+    "Transitions",
+    "TransitionStorage",
+    "UniformReplay",
+    "build_replay",
+]

@@ -1,0 +1,209 @@
+"""Double DQN with a target network (Mnih et al. 2015; van Hasselt et al. 2016), top to bottom.
+
+One ``run_update()`` = ``train_freq`` steps of the N vector envs (epsilon-greedy, each
+transition into the replay store), then ``gradient_steps`` minibatch updates once
+``learning_starts`` env steps have passed. The loss is the Huber loss between Q(s, a) and
+r + gamma * Q_target(s', argmax_a' Q(s', a')) (Double DQN; plain DQN takes the target's max),
+weighted by the replay's importance weights; the new |TD errors| go back to the store as
+priorities. The target network is synced every ``target_update_interval`` env steps (or
+Polyak-averaged with ``tau < 1``). Truncated episodes bootstrap from their final observation.
+
+Names follow Stable-Baselines3 so RL Zoo hyperparameters mean the same thing here.
+Shapes: N = num_envs, B = batch_size, A = number of actions.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import deque
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from frugalrl.config import ExperimentConfig
+from frugalrl.cost import CostMeter
+from frugalrl.errors import TrainingDiverged
+from frugalrl.nets.qnet import QNetwork, build_q_network
+from frugalrl.replay import ReplayStore, build_replay
+
+
+class DQN:
+    """The DQN learner; the same driving interface as ``PPO`` (``start``, ``run_update``, state)."""
+
+    def __init__(self, config: ExperimentConfig, env: gym.vector.VectorEnv, meter: CostMeter, device: torch.device):
+        self.config = config
+        self.hp = config.dqn
+        self.env = env
+        self.meter = meter
+        self.device = device
+        self.num_envs = env.num_envs
+        self.policy: QNetwork = build_q_network(env.single_observation_space, env.single_action_space, config.policy)
+        self.policy.to(device)
+        self.target = copy.deepcopy(self.policy).requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hp.learning_rate)
+        self.replay: ReplayStore = build_replay(
+            config.replay, env.single_observation_space, env.single_action_space, self.num_envs, config.seed
+        )
+        self.rng = np.random.default_rng(config.seed)
+
+        self.rollout_size = self.num_envs * self.hp.train_freq
+        self.num_updates = math.ceil(self.hp.total_timesteps / self.rollout_size)
+        self.update = 0
+        self.global_step = 0
+        self.gradient_updates = 0
+        self.last_target_sync = 0
+        self.recent_returns: deque[float] = deque(maxlen=100)
+        self.recent_lengths: deque[int] = deque(maxlen=100)
+        self.next_obs: torch.Tensor | None = None
+        self._obs_np: np.ndarray | None = None
+        self.techniques: list[str] = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
+
+    # ------------------------------------------------------------------ acting
+    def epsilon(self) -> float:
+        hp = self.hp
+        span = hp.exploration_fraction * hp.total_timesteps
+        progress = min(1.0, self.global_step / span)
+        return hp.exploration_initial_eps + progress * (hp.exploration_final_eps - hp.exploration_initial_eps)
+
+    @torch.no_grad()
+    def choose_actions(self, obs: np.ndarray) -> np.ndarray:
+        """Epsilon-greedy over the N envs."""
+        greedy = self.meter.run_counted(
+            "act", lambda: self.policy(torch.as_tensor(obs, device=self.device)).argmax(-1), self.num_envs
+        )
+        self.meter.inference_samples += self.num_envs
+        actions = greedy.cpu().numpy()
+        explore = self.rng.random(self.num_envs) < self.epsilon()
+        actions[explore] = self.rng.integers(0, self.policy.num_actions, size=int(explore.sum()))
+        return actions
+
+    def start(self, seed: int) -> None:
+        obs, _ = self.env.reset(seed=seed)
+        self._obs_np = obs
+        self.next_obs = torch.as_tensor(obs, device=self.device)
+
+    def collect(self) -> None:
+        """``train_freq`` steps of every env, each transition into the replay store."""
+        for _ in range(self.hp.train_freq):
+            obs = self._obs_np
+            with self.meter.timed("act"):
+                actions = self.choose_actions(obs)
+            with self.meter.timed("env"):
+                next_obs, rewards, terminated, truncated, info = self.env.step(actions)
+            self.meter.real_env_steps += self.num_envs
+            self.global_step += self.num_envs
+            self.replay.add(obs, actions, rewards, terminated, truncated, next_obs, info.get("final_obs"))
+            self._obs_np = next_obs
+            if "_episode" in info:
+                ended = info["_episode"]
+                self.recent_returns.extend(info["episode"]["r"][ended].tolist())
+                self.recent_lengths.extend(info["episode"]["l"][ended].tolist())
+        self.next_obs = torch.as_tensor(self._obs_np, device=self.device)
+
+    # ------------------------------------------------------------------ learning
+    def td_targets(self, rewards: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
+        """r + gamma * Q_target(s', a*) with a* from the online net (Double DQN) or the target's max."""
+        with torch.no_grad():
+            next_q_target = self.target(next_obs)  # (B, A)
+            if self.hp.double:
+                best = self.policy(next_obs).argmax(-1, keepdim=True)
+                next_value = next_q_target.gather(1, best).squeeze(1)
+            else:
+                next_value = next_q_target.max(-1).values
+            return rewards + self.hp.gamma * (1.0 - terminated) * next_value
+
+    def learn(self) -> dict[str, float]:
+        hp = self.hp
+        losses, q_means = [], []
+        for _ in range(hp.gradient_steps):
+            batch = self.replay.sample(hp.batch_size)
+            obs = torch.as_tensor(batch.obs, device=self.device)
+            actions = torch.as_tensor(batch.actions, device=self.device).long()
+            rewards = torch.as_tensor(batch.rewards, device=self.device)
+            next_obs = torch.as_tensor(batch.next_obs, device=self.device)
+            terminated = torch.as_tensor(batch.terminated, device=self.device)
+            weights = torch.as_tensor(batch.weights, device=self.device)
+            targets = self.meter.run_counted(
+                "target", lambda r=rewards, n=next_obs, d=terminated: self.td_targets(r, n, d), hp.batch_size
+            )
+            self.meter.count("target", hp.batch_size)
+            q = self.meter.run_counted(
+                "forward", lambda o=obs, a=actions: self.policy(o).gather(1, a[:, None]).squeeze(1), hp.batch_size
+            )
+            self.meter.forward_samples += hp.batch_size
+            td = q - targets
+            loss = (weights * F.smooth_l1_loss(q, targets, reduction="none")).mean()
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(
+                    f"DQN loss became {loss.item()} at update {self.update + 1}; lower dqn.learning_rate "
+                    "or turn on env.normalize_reward"
+                )
+            self.optimizer.zero_grad(set_to_none=True)
+            self.meter.run_counted("backward", loss.backward, hp.batch_size)
+            self.meter.backward_samples += hp.batch_size
+            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), hp.max_grad_norm)
+            self.optimizer.step()
+            self.replay.update_priorities(batch.indices, td.detach().cpu().numpy())
+            self.gradient_updates += 1
+            losses.append(loss.detach())
+            q_means.append(q.detach().mean())
+            if hp.tau < 1.0:
+                self._polyak(hp.tau)
+        if hp.tau == 1.0 and self.global_step - self.last_target_sync >= hp.target_update_interval:
+            self.target.load_state_dict(self.policy.state_dict())
+            self.last_target_sync = self.global_step
+        return {"loss": float(torch.stack(losses).mean()), "q_mean": float(torch.stack(q_means).mean())}
+
+    @torch.no_grad()
+    def _polyak(self, tau: float) -> None:
+        for target, online in zip(self.target.parameters(), self.policy.parameters(), strict=True):
+            target.lerp_(online, tau)
+
+    def run_update(self) -> dict[str, float]:
+        if self.next_obs is None:
+            raise RuntimeError("call start(seed) before run_update()")
+        self.collect()
+        metrics: dict[str, float] = {"epsilon": self.epsilon()}
+        if self.global_step >= self.hp.learning_starts:
+            with self.meter.timed("learn"):
+                metrics.update(self.learn())
+        self.update += 1
+        if self.recent_returns:
+            metrics["episode_return"] = float(np.mean(self.recent_returns))
+            metrics["episode_length"] = float(np.mean(self.recent_lengths))
+        stats = self.replay.stats()
+        metrics.update({k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)})
+        return metrics
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Learner state; the replay store is not included (a resumed run refills it)."""
+        return {
+            "policy": self.policy.state_dict(),
+            "target": self.target.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "update": self.update,
+            "global_step": self.global_step,
+            "gradient_updates": self.gradient_updates,
+            "last_target_sync": self.last_target_sync,
+            "next_obs": self.next_obs,
+            "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.update = int(state["update"])
+        self.global_step = int(state["global_step"])
+        self.gradient_updates = int(state["gradient_updates"])
+        self.last_target_sync = int(state["last_target_sync"])
+        self.next_obs = state["next_obs"].to(self.device)
+        self._obs_np = self.next_obs.cpu().numpy()
+        self.recent_returns.extend(state["recent_returns"])
+        self.recent_lengths.extend(state["recent_lengths"])
