@@ -66,6 +66,15 @@ class PolicyConfig(_Strict):
     activation: Literal["tanh", "relu"] = "tanh"
     log_std_init: float = 0.0
     ortho_init: bool = True
+    block: Literal["plain", "fractal"] = Field(
+        "plain", description="fractal: the RMT seed's x + x1 + x2 residual blocks (MLP: after the first layer)"
+    )
+
+    @model_validator(mode="after")
+    def _fractal_widths(self) -> PolicyConfig:
+        if self.block == "fractal" and len(set(self.hidden)) > 1:
+            raise ValueError(f"policy.block fractal keeps one width; hidden {self.hidden} must repeat one size")
+        return self
 
     @field_validator("hidden")
     @classmethod

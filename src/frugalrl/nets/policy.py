@@ -70,12 +70,12 @@ def build_actor_critic(obs_space: gym.spaces.Box, action_space: gym.Space, confi
     if kind == "cnn":
         if len(obs_space.shape) != 3:
             raise ValueError(f"policy.kind = cnn needs (C, H, W) image observations, got shape {obs_space.shape}")
-        actor: nn.Module = NatureCNN(obs_space.shape[0], obs_space.shape[1])
+        actor: nn.Module = NatureCNN(obs_space.shape[0], obs_space.shape[1], block=config.block)
         critic = None
     else:
         in_dim = int(np.prod(obs_space.shape))
-        actor = MLP(in_dim, config.hidden, config.activation)
-        critic = MLP(in_dim, config.hidden, config.activation)
+        actor = MLP(in_dim, config.hidden, config.activation, config.block)
+        critic = MLP(in_dim, config.hidden, config.activation, config.block)
     if isinstance(action_space, gym.spaces.Discrete):
         head: nn.Module = CategoricalHead(actor.out_dim, int(action_space.n))
     elif isinstance(action_space, gym.spaces.Box):

@@ -41,7 +41,7 @@ def build_q_network(obs_space: gym.spaces.Box, action_space: gym.Space, config: 
     if kind == "auto":
         kind = "cnn" if _is_image(obs_space) else "mlp"
     if kind == "cnn":
-        torso: nn.Module = NatureCNN(obs_space.shape[0], obs_space.shape[1])
+        torso: nn.Module = NatureCNN(obs_space.shape[0], obs_space.shape[1], block=config.block)
     else:
-        torso = MLP(int(np.prod(obs_space.shape)), config.hidden, config.activation)
+        torso = MLP(int(np.prod(obs_space.shape)), config.hidden, config.activation, config.block)
     return QNetwork(torso, int(action_space.n))

@@ -1,4 +1,4 @@
-"""Feature extractors: an MLP for vectors and the Nature-DQN CNN for stacked frames."""
+"""Feature extractors: an MLP for vectors and the Nature-DQN CNN for stacked frames; fractal blocks."""
 
 from __future__ import annotations
 
@@ -18,13 +18,43 @@ def orthogonal_init(layer: nn.Module, gain: float = math.sqrt(2)) -> nn.Module:
     return layer
 
 
-class MLP(nn.Module):
-    """Flatten, then Linear + activation for each hidden size. ``out_dim`` = last hidden size."""
+class FractalBlock(nn.Module):
+    """The RMT seed's fractal residual block: ``x + x1 + x2`` with x1 = f(W1 x), x2 = f(W2 x1).
 
-    def __init__(self, in_dim: int, hidden: list[int], activation: str = "tanh"):
+    Width-preserving, on vectors (Linear) or feature maps (3x3 Conv2d, padding 1).
+    """
+
+    def __init__(self, width: int, activation: str = "relu", conv: bool = False):
+        super().__init__()
+
+        def layer() -> nn.Module:
+            return nn.Conv2d(width, width, 3, padding=1) if conv else nn.Linear(width, width)
+
+        self.layer1 = orthogonal_init(layer())
+        self.layer2 = orthogonal_init(layer())
+        self.act = ACTIVATIONS[activation]()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x1 = self.act(self.layer1(x))
+        x2 = self.act(self.layer2(x1))
+        return x + x1 + x2
+
+
+class MLP(nn.Module):
+    """Flatten, then Linear + activation for each hidden size. ``out_dim`` = last hidden size.
+
+    ``block="fractal"``: every hidden layer after the first is a ``FractalBlock`` of that width.
+    """
+
+    def __init__(self, in_dim: int, hidden: list[int], activation: str = "tanh", block: str = "plain"):
         super().__init__()
         layers: list[nn.Module] = []
-        for size in hidden:
+        for i, size in enumerate(hidden):
+            if block == "fractal" and i > 0:
+                if size != in_dim:
+                    raise ValueError(f"fractal blocks keep their width: hidden {hidden} must repeat one size")
+                layers.append(FractalBlock(size, activation))
+                continue
             layers += [orthogonal_init(nn.Linear(in_dim, size)), ACTIVATIONS[activation]()]
             in_dim = size
         self.body = nn.Sequential(*layers)
@@ -37,8 +67,9 @@ class MLP(nn.Module):
 class NatureCNN(nn.Module):
     """Mnih et al. 2015: three convolutions and a 512-unit layer; uint8 frames in [0, 255]."""
 
-    def __init__(self, in_channels: int, frame_size: int = 84, out_dim: int = 512):
+    def __init__(self, in_channels: int, frame_size: int = 84, out_dim: int = 512, block: str = "plain"):
         super().__init__()
+        fractal = [FractalBlock(64, "relu", conv=True)] if block == "fractal" else []
         self.convs = nn.Sequential(
             orthogonal_init(nn.Conv2d(in_channels, 32, 8, stride=4)),
             nn.ReLU(),
@@ -46,6 +77,7 @@ class NatureCNN(nn.Module):
             nn.ReLU(),
             orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
             nn.ReLU(),
+            *fractal,  # block = fractal: one fractal residual block on the last feature map
             nn.Flatten(),
         )
         with torch.no_grad():
