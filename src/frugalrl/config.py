@@ -65,7 +65,7 @@ class PolicyConfig(_Strict):
     hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
     activation: Literal["tanh", "relu"] = "tanh"
     log_std_init: float = 0.0
-    ortho_init: bool = True
+    ortho_init: bool = Field(True, description="orthogonal init (PPO); false = PyTorch default (SB3 DQN/SAC)")
     block: Literal["plain", "fractal"] = Field(
         "plain", description="fractal: the RMT seed's x + x1 + x2 residual blocks (MLP: after the first layer)"
     )
@@ -145,8 +145,58 @@ class DQNConfig(_Strict):
     exploration_fraction: float = Field(0.1, gt=0.0, le=1.0)
     exploration_initial_eps: float = Field(1.0, ge=0.0, le=1.0)
     exploration_final_eps: float = Field(0.05, ge=0.0, le=1.0)
+    exploration: Literal["epsilon", "boltzmann"] = Field(
+        "epsilon", description="boltzmann: epsilon-greedy mixed with softmax(Q / T), T following the Q entropy"
+    )
+    temperature_bounds: tuple[float, float] = Field((0.01, 1.0), description="boltzmann temperature range")
     max_grad_norm: float = Field(10.0, gt=0)
     double: bool = True
+
+
+class MetaConfig(_Strict):
+    """The RMT meta-controller: nudges lr, gamma and exploration from training signals, within bounds."""
+
+    enabled: bool = False
+    interval: int = Field(10, ge=1, description="updates between decisions")
+    lr_bounds: tuple[float, float] = (1e-5, 1e-3)
+    gamma_bounds: tuple[float, float] = (0.9, 0.99)
+    exploration_bounds: tuple[float, float] = Field((0.01, 0.3), description="DQN epsilon after its decay phase")
+    lr_down: float = Field(0.7, gt=0.0, lt=1.0, description="lr factor when the value loss rises")
+    lr_up: float = Field(1.1, gt=1.0, le=2.0, description="lr factor when the value loss has settled")
+    gamma_step: float = Field(0.005, gt=0.0, le=0.1)
+    exploration_factor: float = Field(1.25, gt=1.0, le=4.0)
+    rise_tolerance: float = Field(0.2, gt=0.0, description="fast value-loss EMA above slow by this share: rising")
+    settle_tolerance: float = Field(0.05, gt=0.0, description="fast and slow value-loss EMAs this close: settled")
+    collapse_rate: float = Field(0.02, gt=0.0, description="entropy falling faster than this per update: collapsing")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MetaConfig:
+        for name in ("lr_bounds", "gamma_bounds", "exploration_bounds"):
+            low, high = getattr(self, name)
+            if not 0 <= low <= high:
+                raise ValueError(f"meta.{name} {low, high}: allowed 0 <= low <= high")
+        return self
+
+
+class ScoreStage(_Strict):
+    """Once the mean episode return reaches ``threshold``, switch to these values."""
+
+    threshold: float
+    learning_rate: float | None = Field(None, gt=0, le=1.0)
+    gamma: float | None = Field(None, ge=0.0, le=1.0)
+
+
+class ScoreStagesConfig(_Strict):
+    """The RMT seed's curriculum by score (``difficulty_metric: episode_return``)."""
+
+    stages: list[ScoreStage] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _increasing(self) -> ScoreStagesConfig:
+        thresholds = [stage.threshold for stage in self.stages]
+        if thresholds != sorted(thresholds):
+            raise ValueError(f"score_stages thresholds {thresholds} must increase")
+        return self
 
 
 class EvaluatorConfig(_Strict):
@@ -322,6 +372,8 @@ class ExperimentConfig(_Strict):
     ppo: PPOConfig = Field(default_factory=PPOConfig)
     dqn: DQNConfig = Field(default_factory=DQNConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
+    meta: MetaConfig = Field(default_factory=MetaConfig)
+    score_stages: ScoreStagesConfig = Field(default_factory=ScoreStagesConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     pivot: PivotConfig = Field(default_factory=PivotConfig)
     latent: LatentConfig = Field(default_factory=LatentConfig)

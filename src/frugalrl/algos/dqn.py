@@ -8,6 +8,13 @@ weighted by the replay's importance weights; the new |TD errors| go back to the 
 priorities. The target network is synced every ``target_update_interval`` env steps (or
 Polyak-averaged with ``tau < 1``). Truncated episodes bootstrap from their final observation.
 
+Optional parts of the RMT seed, each off by default and each one object or one branch:
+``replay.kind`` (prioritized or hot/warm/cold tiers), ``dqn.exploration: boltzmann``
+(epsilon-greedy mixed with softmax(Q / T), the temperature following the entropy of softmax(Q)),
+``meta.enabled`` (the meta-controller nudging lr, gamma and epsilon), ``score_stages`` (lr and
+gamma switched at return thresholds) and ``policy.block: fractal``. With all of them off this
+is plain Double DQN, parameter for parameter.
+
 Names follow Stable-Baselines3 so RL Zoo hyperparameters mean the same thing here.
 Shapes: N = num_envs, B = batch_size, A = number of actions.
 """
@@ -27,6 +34,7 @@ import torch.nn.functional as F
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
+from frugalrl.meta import MetaController, ScoreStages
 from frugalrl.nets.qnet import QNetwork, build_q_network
 from frugalrl.replay import ReplayStore, build_replay
 
@@ -60,23 +68,57 @@ class DQN:
         self.recent_lengths: deque[int] = deque(maxlen=100)
         self.next_obs: torch.Tensor | None = None
         self._obs_np: np.ndarray | None = None
-        self.techniques: list[str] = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
+        self.gamma = self.hp.gamma
+        self.learning_rate = self.hp.learning_rate
+        self.meta = MetaController(config.meta, self.learning_rate, self.gamma, self.hp.exploration_final_eps)
+        self.meta_on = config.meta.enabled
+        self.stages = ScoreStages(config.score_stages)
+        self.q_entropy: float | None = None  # running normalised entropy of softmax(Q) on acted states
+        self.techniques = self._techniques(config)
+
+    @staticmethod
+    def _techniques(config: ExperimentConfig) -> list[str]:
+        parts = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
+        parts += ["meta_controller"] if config.meta.enabled else []
+        parts += ["boltzmann_exploration"] if config.dqn.exploration == "boltzmann" else []
+        parts += ["score_stages"] if config.score_stages.stages else []
+        parts += ["fractal"] if config.policy.block == "fractal" else []
+        return parts
 
     # ------------------------------------------------------------------ acting
     def epsilon(self) -> float:
+        """Linear decay over ``exploration_fraction`` of the budget; afterwards the final value
+        (or the meta-controller's, when it is on)."""
         hp = self.hp
         span = hp.exploration_fraction * hp.total_timesteps
         progress = min(1.0, self.global_step / span)
+        if progress >= 1.0 and self.meta_on:
+            return self.meta.exploration
         return hp.exploration_initial_eps + progress * (hp.exploration_final_eps - hp.exploration_initial_eps)
+
+    def temperature(self) -> float:
+        """Boltzmann temperature: high while softmax(Q) is flat (Q values undecided), low once peaked."""
+        low, high = self.hp.temperature_bounds
+        return low + (high - low) * (1.0 if self.q_entropy is None else self.q_entropy)
 
     @torch.no_grad()
     def choose_actions(self, obs: np.ndarray) -> np.ndarray:
-        """Epsilon-greedy over the N envs."""
-        greedy = self.meter.run_counted(
-            "act", lambda: self.policy(torch.as_tensor(obs, device=self.device)).argmax(-1), self.num_envs
-        )
+        """Epsilon-greedy over the N envs; with ``exploration: boltzmann`` the non-random actions
+        are sampled from softmax(Q / T) instead of taking the argmax."""
+        q = self.meter.run_counted("act", lambda: self.policy(torch.as_tensor(obs, device=self.device)), self.num_envs)
         self.meter.inference_samples += self.num_envs
-        actions = greedy.cpu().numpy()
+        boltzmann = self.hp.exploration == "boltzmann"
+        if boltzmann or self.meta_on:  # the entropy of softmax(Q) drives the temperature and the controller
+            flat = torch.softmax(q, dim=-1)
+            entropy = float(-(flat * flat.clamp_min(1e-12).log()).sum(-1).mean() / np.log(self.policy.num_actions))
+            self.q_entropy = entropy if self.q_entropy is None else 0.95 * self.q_entropy + 0.05 * entropy
+        if boltzmann:
+            probs = torch.softmax(q / self.temperature(), dim=-1)
+            cumulative = probs.cumsum(-1).cpu().numpy()
+            draws = self.rng.random((self.num_envs, 1))
+            actions = np.minimum((draws > cumulative).sum(-1), self.policy.num_actions - 1)
+        else:
+            actions = q.argmax(-1).cpu().numpy()
         explore = self.rng.random(self.num_envs) < self.epsilon()
         actions[explore] = self.rng.integers(0, self.policy.num_actions, size=int(explore.sum()))
         return actions
@@ -114,7 +156,7 @@ class DQN:
                 next_value = next_q_target.gather(1, best).squeeze(1)
             else:
                 next_value = next_q_target.max(-1).values
-            return rewards + self.hp.gamma * (1.0 - terminated) * next_value
+            return rewards + self.gamma * (1.0 - terminated) * next_value
 
     def learn(self) -> dict[str, float]:
         hp = self.hp
@@ -175,9 +217,32 @@ class DQN:
         if self.recent_returns:
             metrics["episode_return"] = float(np.mean(self.recent_returns))
             metrics["episode_length"] = float(np.mean(self.recent_lengths))
+        self.control(metrics)
         stats = self.replay.stats()
         metrics.update({k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)})
         return metrics
+
+    # ------------------------------------------------------------------ hyperparameter control
+    def control(self, metrics: dict[str, float]) -> None:
+        """Score stages and the meta-controller look at this update and may change lr / gamma / epsilon."""
+        changes = self.stages.observe(metrics.get("episode_return"), self.learning_rate, self.gamma)
+        if self.meta_on and "loss" in metrics:
+            for change in changes:  # stages move the controller's values too
+                self.meta.values[change.name] = change.new
+            changes += self.meta.observe(self.q_entropy, metrics["loss"])
+        for change in changes:
+            if change.name == "learning_rate":
+                self.learning_rate = change.new
+                for group in self.optimizer.param_groups:
+                    group["lr"] = change.new
+            elif change.name == "gamma":
+                self.gamma = change.new
+            print(f"step {self.global_step}: {change.line()}")
+        metrics.update(learning_rate=self.learning_rate, gamma=self.gamma)
+        if self.meta_on:
+            metrics.update(self.meta.metrics())
+        if self.q_entropy is not None:
+            metrics.update(q_entropy=self.q_entropy, temperature=self.temperature())
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -193,6 +258,11 @@ class DQN:
             "next_obs": self.next_obs,
             "recent_returns": list(self.recent_returns),
             "recent_lengths": list(self.recent_lengths),
+            "gamma": self.gamma,
+            "learning_rate": self.learning_rate,
+            "meta": self.meta.state_dict(),
+            "stages_passed": self.stages.passed,
+            "q_entropy": self.q_entropy,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -207,3 +277,7 @@ class DQN:
         self._obs_np = self.next_obs.cpu().numpy()
         self.recent_returns.extend(state["recent_returns"])
         self.recent_lengths.extend(state["recent_lengths"])
+        self.gamma, self.learning_rate = float(state["gamma"]), float(state["learning_rate"])
+        self.meta.load_state_dict(state["meta"])
+        self.stages.passed = int(state["stages_passed"])
+        self.q_entropy = state["q_entropy"]

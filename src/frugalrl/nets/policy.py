@@ -11,7 +11,7 @@ from torch import nn
 
 from frugalrl.config import PolicyConfig
 from frugalrl.nets.heads import CategoricalHead, GaussianHead
-from frugalrl.nets.torsos import MLP, NatureCNN, orthogonal_init
+from frugalrl.nets.torsos import MLP, NatureCNN, default_init, orthogonal_init
 
 
 def _is_image(space: gym.spaces.Box) -> bool:
@@ -82,7 +82,8 @@ def build_actor_critic(obs_space: gym.spaces.Box, action_space: gym.Space, confi
         head = GaussianHead(actor.out_dim, int(np.prod(action_space.shape)), config.log_std_init)
     else:
         raise ValueError(f"unsupported action space {action_space}; allowed: Discrete or Box")
-    return ActorCritic(actor, critic, head, actor.out_dim)
+    network = ActorCritic(actor, critic, head, actor.out_dim)
+    return network if config.ortho_init else default_init(network)
 
 
 class ExportedPolicy(nn.Module):

@@ -9,7 +9,7 @@ from torch import nn
 
 from frugalrl.config import PolicyConfig
 from frugalrl.nets.policy import ActOutput, _is_image
-from frugalrl.nets.torsos import MLP, NatureCNN
+from frugalrl.nets.torsos import MLP, NatureCNN, default_init
 
 
 class QNetwork(nn.Module):
@@ -44,4 +44,5 @@ def build_q_network(obs_space: gym.spaces.Box, action_space: gym.Space, config: 
         torso: nn.Module = NatureCNN(obs_space.shape[0], obs_space.shape[1], block=config.block)
     else:
         torso = MLP(int(np.prod(obs_space.shape)), config.hidden, config.activation, config.block)
-    return QNetwork(torso, int(action_space.n))
+    network = QNetwork(torso, int(action_space.n))
+    return network if config.ortho_init else default_init(network)

@@ -18,6 +18,14 @@ def orthogonal_init(layer: nn.Module, gain: float = math.sqrt(2)) -> nn.Module:
     return layer
 
 
+def default_init(network: nn.Module) -> nn.Module:
+    """PyTorch's own initialisation for every layer (``policy.ortho_init: false``; SB3's DQN/SAC use it)."""
+    for module in network.modules():
+        if isinstance(module, nn.Linear | nn.Conv2d):
+            module.reset_parameters()
+    return network
+
+
 class FractalBlock(nn.Module):
     """The RMT seed's fractal residual block: ``x + x1 + x2`` with x1 = f(W1 x), x2 = f(W2 x1).
 
