@@ -153,6 +153,22 @@ class DQNConfig(_Strict):
     double: bool = True
 
 
+class SACConfig(_Strict):
+    """Soft Actor-Critic (Haarnoja et al. 2018) with twin critics and automatic entropy tuning."""
+
+    total_timesteps: int = Field(20_000, ge=1)
+    learning_rate: float = Field(1e-3, gt=0, le=1.0, description="actor, critics and temperature")
+    batch_size: int = Field(256, ge=1)
+    learning_starts: int = Field(100, ge=0)
+    train_freq: int = Field(1, ge=1, description="vector-env steps between learning phases")
+    gradient_steps: int = Field(1, ge=1)
+    gamma: float = Field(0.99, ge=0.0, le=1.0)
+    tau: float = Field(0.005, gt=0.0, le=1.0, description="Polyak averaging of the target critics")
+    ent_coef: float | Literal["auto"] = Field("auto", description="a fixed temperature, or auto-tuned")
+    target_entropy: float | Literal["auto"] = Field("auto", description="auto = -action_dim")
+    log_std_bounds: tuple[float, float] = (-20.0, 2.0)
+
+
 class MetaConfig(_Strict):
     """The RMT meta-controller: nudges lr, gamma and exploration from training signals, within bounds."""
 
@@ -366,11 +382,12 @@ class ExperimentConfig(_Strict):
     seed: int = Field(1, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "cpu"
     threads: int = Field(1, ge=0, description="torch CPU threads; 0 keeps torch's default")
-    algo: Literal["ppo", "dqn"] = "ppo"
+    algo: Literal["ppo", "dqn", "sac"] = "ppo"
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     ppo: PPOConfig = Field(default_factory=PPOConfig)
     dqn: DQNConfig = Field(default_factory=DQNConfig)
+    sac: SACConfig = Field(default_factory=SACConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
     meta: MetaConfig = Field(default_factory=MetaConfig)
     score_stages: ScoreStagesConfig = Field(default_factory=ScoreStagesConfig)
@@ -386,9 +403,9 @@ class ExperimentConfig(_Strict):
     log_every_updates: int = Field(10, ge=1)
 
     @property
-    def algo_config(self) -> PPOConfig | DQNConfig:
+    def algo_config(self) -> PPOConfig | DQNConfig | SACConfig:
         """The hyperparameter section of the chosen algorithm."""
-        return self.dqn if self.algo == "dqn" else self.ppo
+        return {"dqn": self.dqn, "sac": self.sac}.get(self.algo, self.ppo)
 
     @model_validator(mode="after")
     def _real_step_budget(self) -> ExperimentConfig:

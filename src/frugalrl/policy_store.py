@@ -49,6 +49,10 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
         from frugalrl.nets.qnet import build_q_network
 
         network = build_q_network(obs_space, act_space, config.policy)
+    elif config.algo == "sac":
+        from frugalrl.algos.sac import build_sac_actor
+
+        network = build_sac_actor(obs_space, act_space, config)
     else:
         network = build_actor_critic(obs_space, act_space, config.policy)
     policy = ExportedPolicy(

@@ -57,7 +57,7 @@ SUMMARY_KEYS = (
     "backward_samples", "train_flops", "wall_s", "env_s", "learn_s", "peak_rss_mb", "eval_mean",
     "eval_std", "eval_iqm", "eval_episodes", "mlflow_run_id",
 )  # fmt: skip
-Learner = Any  # PPO or DQN: start(seed), run_update(), state_dict(), policy, env, global_step, update
+Learner = Any  # PPO, DQN or SAC: start(seed), run_update(), state_dict(), policy, env, global_step, update
 
 
 def resolve_device(name: str) -> torch.device:
@@ -92,6 +92,10 @@ def build_learner(config: ExperimentConfig, env: Any, meter: CostMeter, device: 
         from frugalrl.algos.dqn import DQN
 
         return DQN(config, env, meter, device)
+    if config.algo == "sac":
+        from frugalrl.algos.sac import SAC
+
+        return SAC(config, env, meter, device)
     agent = PPO(config, env, meter, device)
     agent.selector = build_selector(config, agent, meter, device)
     return agent

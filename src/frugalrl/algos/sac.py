@@ -1,0 +1,281 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018) for continuous actions, top to bottom.
+
+One ``run_update()`` = ``train_freq`` steps of the N vector envs (the squashed-Gaussian policy
+samples; pure random actions before ``learning_starts``), then ``gradient_steps`` updates of:
+
+1. the twin critics toward r + gamma * (min_j Q'_j(s', a') - alpha * log pi(a'|s')), a' ~ pi(s');
+2. the actor, minimising alpha * log pi(a|s) - min_j Q_j(s, a), a ~ pi(s) (reparameterised);
+3. the temperature alpha (``ent_coef: auto``), driving the policy entropy toward
+   ``target_entropy`` (default -action_dim);
+4. the target critics, Polyak-averaged with ``tau``.
+
+Replay priorities use the mean TD error of the two critics. Names follow Stable-Baselines3.
+Shapes: N = num_envs, B = batch_size, D = action dimension.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import deque
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from frugalrl.config import ExperimentConfig
+from frugalrl.cost import CostMeter
+from frugalrl.errors import TrainingDiverged
+from frugalrl.nets.policy import ActOutput
+from frugalrl.nets.torsos import MLP, default_init
+from frugalrl.replay import ReplayStore, build_replay
+
+
+class SquashedGaussianActor(nn.Module):
+    """obs -> tanh(Normal(mean, std)) rescaled to the action bounds; the policy that gets exported."""
+
+    discrete = False
+
+    def __init__(self, obs_dim: int, action_space: gym.spaces.Box, hidden: list[int], log_std_bounds: tuple):
+        super().__init__()
+        self.torso = MLP(obs_dim, hidden, "relu")
+        dim = int(np.prod(action_space.shape))
+        self.mean = nn.Linear(self.torso.out_dim, dim)
+        self.log_std = nn.Linear(self.torso.out_dim, dim)
+        self.log_std_bounds = log_std_bounds
+        low, high = torch.as_tensor(action_space.low), torch.as_tensor(action_space.high)
+        self.register_buffer("scale", (high - low) / 2)
+        self.register_buffer("bias", (high + low) / 2)
+
+    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions in the env's bounds (B, D) and their log-probabilities (B,)."""
+        h = self.torso(obs)
+        mean = self.mean(h)
+        log_std = self.log_std(h).clamp(*self.log_std_bounds)
+        pre = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
+        squashed = torch.tanh(pre)
+        gaussian = -0.5 * (((pre - mean) / log_std.exp()) ** 2) - log_std - 0.5 * math.log(2 * math.pi)
+        # Change of variables through tanh and the rescaling (numerically stable form of log(1 - tanh^2)).
+        correction = 2 * (math.log(2) - pre - F.softplus(-2 * pre)) + torch.log(self.scale)
+        return squashed * self.scale + self.bias, (gaussian - correction).sum(-1)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = True) -> ActOutput:
+        action, logprob = self.sample(obs, deterministic)
+        zeros = torch.zeros(len(action), device=action.device)
+        return ActOutput(action, logprob, zeros, action)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.sample(obs, deterministic=True)[0]
+
+
+class TwinCritic(nn.Module):
+    """Two independent Q(s, a) networks."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: list[int]):
+        super().__init__()
+        self.q1 = nn.Sequential(MLP(obs_dim + action_dim, hidden, "relu"), nn.Linear(hidden[-1], 1))
+        self.q2 = nn.Sequential(MLP(obs_dim + action_dim, hidden, "relu"), nn.Linear(hidden[-1], 1))
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.cat([obs.flatten(1), action], dim=-1)
+        return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
+
+
+def build_sac_actor(
+    obs_space: gym.spaces.Box, action_space: gym.Space, config: ExperimentConfig
+) -> SquashedGaussianActor:
+    if not isinstance(action_space, gym.spaces.Box):
+        raise ValueError(f"SAC needs a continuous (Box) action space, got {action_space}; use algo dqn or ppo")
+    actor = SquashedGaussianActor(
+        int(np.prod(obs_space.shape)), action_space, config.policy.hidden, config.sac.log_std_bounds
+    )
+    return actor if config.policy.ortho_init else default_init(actor)
+
+
+class SAC:
+    """The SAC learner; the same driving interface as ``PPO`` and ``DQN``."""
+
+    def __init__(self, config: ExperimentConfig, env: gym.vector.VectorEnv, meter: CostMeter, device: torch.device):
+        self.config = config
+        self.hp = config.sac
+        self.env = env
+        self.meter = meter
+        self.device = device
+        self.num_envs = env.num_envs
+        obs_space, action_space = env.single_observation_space, env.single_action_space
+        self.policy = build_sac_actor(obs_space, action_space, config).to(device)
+        self.action_dim = int(np.prod(action_space.shape))
+        self.critic = TwinCritic(int(np.prod(obs_space.shape)), self.action_dim, config.policy.hidden).to(device)
+        if not config.policy.ortho_init:
+            default_init(self.critic)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hp.learning_rate)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.hp.learning_rate)
+        self.auto_alpha = self.hp.ent_coef == "auto"
+        self.log_alpha = torch.zeros(1, device=device, requires_grad=self.auto_alpha)
+        if not self.auto_alpha:
+            self.log_alpha.data.fill_(math.log(float(self.hp.ent_coef)))
+        target = self.hp.target_entropy
+        self.target_entropy = -float(self.action_dim) if target == "auto" else float(target)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.hp.learning_rate)
+        self.replay: ReplayStore = build_replay(config.replay, obs_space, action_space, self.num_envs, config.seed)
+        self.action_space = action_space
+        self.rng = np.random.default_rng(config.seed)
+
+        self.rollout_size = self.num_envs * self.hp.train_freq
+        self.num_updates = math.ceil(self.hp.total_timesteps / self.rollout_size)
+        self.update = 0
+        self.global_step = 0
+        self.recent_returns: deque[float] = deque(maxlen=100)
+        self.recent_lengths: deque[int] = deque(maxlen=100)
+        self.next_obs: torch.Tensor | None = None
+        self._obs_np: np.ndarray | None = None
+        self.techniques: list[str] = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
+
+    # ------------------------------------------------------------------ acting
+    def start(self, seed: int) -> None:
+        obs, _ = self.env.reset(seed=seed)
+        self._obs_np = obs
+        self.next_obs = torch.as_tensor(obs, device=self.device)
+
+    @torch.no_grad()
+    def choose_actions(self, obs: np.ndarray) -> np.ndarray:
+        if self.global_step < self.hp.learning_starts:  # uniform random actions first, as SB3
+            low, high = self.action_space.low, self.action_space.high
+            return self.rng.uniform(low, high, size=(self.num_envs, *self.action_space.shape)).astype(np.float32)
+        action = self.meter.run_counted(
+            "act", lambda: self.policy.sample(torch.as_tensor(obs, device=self.device))[0], self.num_envs
+        )
+        self.meter.inference_samples += self.num_envs
+        return action.cpu().numpy()
+
+    def collect(self) -> None:
+        for _ in range(self.hp.train_freq):
+            obs = self._obs_np
+            with self.meter.timed("act"):
+                actions = self.choose_actions(obs)
+            with self.meter.timed("env"):
+                next_obs, rewards, terminated, truncated, info = self.env.step(actions)
+            self.meter.real_env_steps += self.num_envs
+            self.global_step += self.num_envs
+            self.replay.add(obs, actions, rewards, terminated, truncated, next_obs, info.get("final_obs"))
+            self._obs_np = next_obs
+            if "_episode" in info:
+                ended = info["_episode"]
+                self.recent_returns.extend(info["episode"]["r"][ended].tolist())
+                self.recent_lengths.extend(info["episode"]["l"][ended].tolist())
+        self.next_obs = torch.as_tensor(self._obs_np, device=self.device)
+
+    # ------------------------------------------------------------------ learning
+    def learn(self) -> dict[str, float]:
+        hp, bs = self.hp, self.hp.batch_size
+        stats = []
+        for _ in range(hp.gradient_steps):
+            batch = self.replay.sample(bs)
+            obs = torch.as_tensor(batch.obs, device=self.device)
+            actions = torch.as_tensor(batch.actions, device=self.device).reshape(bs, self.action_dim)
+            rewards = torch.as_tensor(batch.rewards, device=self.device)
+            next_obs = torch.as_tensor(batch.next_obs, device=self.device)
+            terminated = torch.as_tensor(batch.terminated, device=self.device)
+            weights = torch.as_tensor(batch.weights, device=self.device)
+            alpha = self.log_alpha.exp().detach()
+
+            def critic_targets(n=next_obs, r=rewards, d=terminated, a=alpha) -> torch.Tensor:
+                with torch.no_grad():
+                    next_actions, next_logprob = self.policy.sample(n)
+                    q1, q2 = self.critic_target(n, next_actions)
+                    return r + hp.gamma * (1.0 - d) * (torch.min(q1, q2) - a * next_logprob)
+
+            targets = self.meter.run_counted("target", critic_targets, bs)
+            self.meter.count("target", bs)
+            q1, q2 = self.meter.run_counted("forward", lambda o=obs, a=actions: self.critic(o, a), bs)
+            critic_loss = (weights * ((q1 - targets) ** 2 + (q2 - targets) ** 2)).mean() / 2
+            self.critic_optimizer.zero_grad(set_to_none=True)
+            self.meter.run_counted("backward", critic_loss.backward, bs)
+            self.critic_optimizer.step()
+
+            def actor_step(o=obs, a=alpha) -> tuple[torch.Tensor, torch.Tensor]:
+                new_actions, logprob = self.policy.sample(o)
+                q_new = torch.min(*self.critic(o, new_actions))
+                loss = (a * logprob - q_new).mean()
+                self.actor_optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.actor_optimizer.step()
+                return loss.detach(), logprob.detach()
+
+            actor_loss, logprob = self.meter.run_counted("actor", actor_step, bs)
+            self.meter.count("actor", bs)  # the actor's forward and backward (critic forward included)
+            self.meter.forward_samples += bs
+            self.meter.backward_samples += bs
+            if self.auto_alpha:
+                alpha_loss = -(self.log_alpha * (logprob + self.target_entropy)).mean()
+                self.alpha_optimizer.zero_grad(set_to_none=True)
+                alpha_loss.backward()
+                self.alpha_optimizer.step()
+            with torch.no_grad():
+                for target, online in zip(self.critic_target.parameters(), self.critic.parameters(), strict=True):
+                    target.lerp_(online, hp.tau)
+            if not torch.isfinite(critic_loss):
+                raise TrainingDiverged(
+                    f"SAC critic loss became {critic_loss.item()} at update {self.update + 1}; "
+                    "lower sac.learning_rate or turn on env.normalize_reward"
+                )
+            td = ((q1 - targets).abs() + (q2 - targets).abs()).detach() / 2
+            self.replay.update_priorities(batch.indices, td.cpu().numpy())
+            stats.append(
+                torch.stack([critic_loss.detach(), actor_loss, self.log_alpha.exp().detach()[0], -logprob.mean()])
+            )
+        names = ("critic_loss", "actor_loss", "alpha", "entropy")
+        return dict(zip(names, torch.stack(stats).mean(0).tolist(), strict=True))
+
+    def run_update(self) -> dict[str, float]:
+        if self.next_obs is None:
+            raise RuntimeError("call start(seed) before run_update()")
+        self.collect()
+        metrics: dict[str, float] = {}
+        if self.global_step >= self.hp.learning_starts:
+            with self.meter.timed("learn"):
+                metrics.update(self.learn())
+        self.update += 1
+        if self.recent_returns:
+            metrics["episode_return"] = float(np.mean(self.recent_returns))
+            metrics["episode_length"] = float(np.mean(self.recent_lengths))
+        stats = self.replay.stats()
+        metrics.update({k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)})
+        return metrics
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Learner state; the replay store is not included (a resumed run refills it)."""
+        return {
+            "policy": self.policy.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "log_alpha": self.log_alpha.detach().clone(),
+            "update": self.update,
+            "global_step": self.global_step,
+            "next_obs": self.next_obs,
+            "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        self.log_alpha.data.copy_(state["log_alpha"])
+        self.update = int(state["update"])
+        self.global_step = int(state["global_step"])
+        self.next_obs = state["next_obs"].to(self.device)
+        self._obs_np = self.next_obs.cpu().numpy()
+        self.recent_returns.extend(state["recent_returns"])
+        self.recent_lengths.extend(state["recent_lengths"])
