@@ -94,6 +94,8 @@ def test_meta_controller_in_a_run_logs_its_values_and_explains_changes(tmp_path,
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert "meta_learning_rate" in rows[-1] and "temperature" in rows[-1]
     assert rows[-1]["learning_rate"] == rows[-1]["meta_learning_rate"] > rows[0]["learning_rate"]
+    assert (tmp_path / "run" / "control_trace.png").read_bytes()[:4] == b"\x89PNG"
+    assert summary["final_learning_rate"] == rows[-1]["learning_rate"] and "replay_top10_share" in summary
     out = capsys.readouterr().out
     assert "meta: gamma 0.99 -> 0.95 (mean return" in out  # the score stage, explained
     assert "meta: learning_rate" in out and "value loss settled" in out

@@ -51,6 +51,7 @@ from frugalrl.progress import TrainingProgress
 from frugalrl.selection import AllSamples, RandomSkip, SampleSelector
 
 CHECKPOINT_FORMAT = "frugalrl-checkpoint-1"
+TRACE_PLOT = "control_trace.png"  # off-policy runs: hyperparameters, exploration and replay over time
 # The run contract (shared/design.md): keys every summary.json carries, whatever else it adds.
 SUMMARY_KEYS = (
     "env_id", "algo", "seed", "techniques", "real_env_steps", "virtual_env_steps", "forward_samples",
@@ -260,6 +261,11 @@ def finish_run(
     ``extra`` summary keys and an input ``example`` for the MLflow model signature.
     """
     policy = policy or export_policy(agent, config)
+    if hasattr(agent, "summary_extra"):  # off-policy learners: replay statistics, final hyperparameters
+        extra = {**agent.summary_extra(), **(extra or {})}
+        from frugalrl.meta.plot import plot_training_trace
+
+        plot_training_trace(out / "metrics.jsonl", out / TRACE_PLOT)
     if techniques is None and hasattr(agent, "techniques"):
         techniques = list(agent.techniques)
     if techniques is None:
@@ -299,7 +305,7 @@ def finish_run(
         numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         tracker.log_metrics(numeric, step=agent.global_step)
         write_json(out / "summary.json", summary)
-        for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", CHECKPOINT_FILE):
+        for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", CHECKPOINT_FILE, TRACE_PLOT):
             if (out / name).exists():
                 tracker.log_artifact(out / name, artifact_path="run")
     else:

@@ -244,6 +244,11 @@ class DQN:
         if self.q_entropy is not None:
             metrics.update(q_entropy=self.q_entropy, temperature=self.temperature())
 
+    def summary_extra(self) -> dict[str, Any]:
+        """Final replay statistics and hyperparameters, for summary.json."""
+        final = {"final_learning_rate": self.learning_rate, "final_gamma": self.gamma, "final_epsilon": self.epsilon()}
+        return {**self.replay.stats(), **final, "gradient_updates": self.gradient_updates}
+
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         """Learner state; the replay store is not included (a resumed run refills it)."""

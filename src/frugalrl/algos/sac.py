@@ -9,7 +9,9 @@ samples; pure random actions before ``learning_starts``), then ``gradient_steps`
    ``target_entropy`` (default -action_dim);
 4. the target critics, Polyak-averaged with ``tau``.
 
-Replay priorities use the mean TD error of the two critics. Names follow Stable-Baselines3.
+Replay priorities use the mean TD error of the two critics. The meta-controller and score
+stages (as in DQN) may change lr and gamma; exploration is the temperature's job, so the
+controller's exploration rule is not used here. Names follow Stable-Baselines3.
 Shapes: N = num_envs, B = batch_size, D = action dimension.
 """
 
@@ -26,9 +28,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from frugalrl.algos.dqn import DQN
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
+from frugalrl.meta import MetaController, ScoreStages
 from frugalrl.nets.policy import ActOutput
 from frugalrl.nets.torsos import MLP, default_init
 from frugalrl.replay import ReplayStore, build_replay
@@ -133,7 +137,12 @@ class SAC:
         self.recent_lengths: deque[int] = deque(maxlen=100)
         self.next_obs: torch.Tensor | None = None
         self._obs_np: np.ndarray | None = None
-        self.techniques: list[str] = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
+        self.gamma = self.hp.gamma
+        self.learning_rate = self.hp.learning_rate
+        self.meta = MetaController(config.meta, self.learning_rate, self.gamma, config.meta.exploration_bounds[0])
+        self.meta_on = config.meta.enabled
+        self.stages = ScoreStages(config.score_stages)
+        self.techniques = [p for p in DQN._techniques(config) if p != "boltzmann_exploration"]
 
     # ------------------------------------------------------------------ acting
     def start(self, seed: int) -> None:
@@ -187,7 +196,7 @@ class SAC:
                 with torch.no_grad():
                     next_actions, next_logprob = self.policy.sample(n)
                     q1, q2 = self.critic_target(n, next_actions)
-                    return r + hp.gamma * (1.0 - d) * (torch.min(q1, q2) - a * next_logprob)
+                    return r + self.gamma * (1.0 - d) * (torch.min(q1, q2) - a * next_logprob)
 
             targets = self.meter.run_counted("target", critic_targets, bs)
             self.meter.count("target", bs)
@@ -243,9 +252,38 @@ class SAC:
         if self.recent_returns:
             metrics["episode_return"] = float(np.mean(self.recent_returns))
             metrics["episode_length"] = float(np.mean(self.recent_lengths))
+        self.control(metrics)
         stats = self.replay.stats()
         metrics.update({k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)})
         return metrics
+
+    def summary_extra(self) -> dict[str, Any]:
+        """Final replay statistics, temperature and hyperparameters, for summary.json."""
+        lr = self.critic_optimizer.param_groups[0]["lr"]
+        alpha = float(self.log_alpha.exp())
+        return {**self.replay.stats(), "final_learning_rate": lr, "final_gamma": self.gamma, "final_alpha": alpha}
+
+    # ------------------------------------------------------------------ hyperparameter control
+    def control(self, metrics: dict[str, float]) -> None:
+        """Score stages and the meta-controller may change lr and gamma (the temperature tunes itself)."""
+        changes = self.stages.observe(metrics.get("episode_return"), self.learning_rate, self.gamma)
+        if self.meta_on and "critic_loss" in metrics:
+            for change in changes:
+                self.meta.values[change.name] = change.new
+            changes += [c for c in self.meta.observe(metrics.get("entropy"), metrics["critic_loss"])
+                        if c.name != "exploration"]  # fmt: skip
+        for change in changes:
+            if change.name == "learning_rate":
+                self.learning_rate = change.new
+                for optimizer in (self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer):
+                    for group in optimizer.param_groups:
+                        group["lr"] = change.new
+            elif change.name == "gamma":
+                self.gamma = change.new
+            print(f"step {self.global_step}: {change.line()}")
+        metrics.update(learning_rate=self.learning_rate, gamma=self.gamma)
+        if self.meta_on:
+            metrics.update(self.meta.metrics())
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -263,6 +301,10 @@ class SAC:
             "next_obs": self.next_obs,
             "recent_returns": list(self.recent_returns),
             "recent_lengths": list(self.recent_lengths),
+            "gamma": self.gamma,
+            "learning_rate": self.learning_rate,
+            "meta": self.meta.state_dict(),
+            "stages_passed": self.stages.passed,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -279,3 +321,6 @@ class SAC:
         self._obs_np = self.next_obs.cpu().numpy()
         self.recent_returns.extend(state["recent_returns"])
         self.recent_lengths.extend(state["recent_lengths"])
+        self.gamma, self.learning_rate = float(state["gamma"]), float(state["learning_rate"])
+        self.meta.load_state_dict(state["meta"])
+        self.stages.passed = int(state["stages_passed"])
