@@ -99,3 +99,32 @@ def test_meta_controller_in_a_run_logs_its_values_and_explains_changes(tmp_path,
     out = capsys.readouterr().out
     assert "meta: gamma 0.99 -> 0.95 (mean return" in out  # the score stage, explained
     assert "meta: learning_rate" in out and "value loss settled" in out
+
+
+def test_lunarlander_rmt_config_reports_tiers_and_final_hyperparameters(tmp_path):
+    from frugalrl.config import load_config
+
+    from .conftest import REPO
+
+    overrides = ["dqn.total_timesteps=800", "dqn.learning_starts=200", "replay.capacity=2000", "eval.episodes=1",
+                 "tracking.enabled=false", "meta.interval=2"]  # fmt: skip
+    summary = train(load_config(REPO / "configs" / "lunarlander-rmt.yaml", overrides), tmp_path / "run")
+    for key in ("replay_hot_size", "replay_warm_size", "replay_cold_size", "replay_hot_threshold",
+                "replay_top10_share", "final_learning_rate", "final_gamma", "final_epsilon"):  # fmt: skip
+        assert summary[key] is not None, key
+    assert 1e-5 <= summary["final_learning_rate"] <= 1e-3 and 0.9 <= summary["final_gamma"] <= 0.99
+    assert set(summary["techniques"]) == {
+        "replay_tiered", "meta_controller", "boltzmann_exploration", "score_stages", "fractal"
+    }  # fmt: skip
+
+
+def test_breakout_dqn_stores_frames_once_and_learns_from_stacks(tmp_path):
+    from frugalrl.config import load_config
+
+    from .conftest import REPO
+
+    overrides = ["env.num_envs=2", "dqn.total_timesteps=400", "dqn.learning_starts=100", "dqn.batch_size=8",
+                 "replay.capacity=1000", "replay.max_bytes=20000000", "eval.episodes=1", "tracking.enabled=false",
+                 "device=cpu", "threads=1", "env.atari.max_episode_steps=120"]  # fmt: skip
+    summary = train(load_config(REPO / "configs" / "breakout-rmt.yaml", overrides), tmp_path / "run")
+    assert summary["replay_bytes"] <= 20_000_000 and summary["gradient_updates"] > 0
