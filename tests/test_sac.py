@@ -64,3 +64,12 @@ def test_sac_temperature_moves_toward_the_target_entropy():
     with pytest.raises(ValueError, match="continuous"):
         SAC(sac_config(env={"id": "CartPole-v1"}), make_vec_env(sac_config(env={"id": "CartPole-v1"}).env),
             CostMeter(), torch.device("cpu"))  # fmt: skip
+
+
+def test_fractal_blocks_reach_the_sac_actor_and_critics():
+    from frugalrl.nets.torsos import FractalBlock
+
+    config = sac_config(policy={"block": "fractal"})
+    agent = SAC(config, make_vec_env(config.env), CostMeter(), torch.device("cpu"))
+    assert any(isinstance(m, FractalBlock) for m in agent.policy.modules())
+    assert sum(isinstance(m, FractalBlock) for m in agent.critic.modules()) == 2

@@ -43,9 +43,11 @@ class SquashedGaussianActor(nn.Module):
 
     discrete = False
 
-    def __init__(self, obs_dim: int, action_space: gym.spaces.Box, hidden: list[int], log_std_bounds: tuple):
+    def __init__(
+        self, obs_dim: int, action_space: gym.spaces.Box, hidden: list[int], log_std_bounds: tuple, block: str = "plain"
+    ):
         super().__init__()
-        self.torso = MLP(obs_dim, hidden, "relu")
+        self.torso = MLP(obs_dim, hidden, "relu", block)
         dim = int(np.prod(action_space.shape))
         self.mean = nn.Linear(self.torso.out_dim, dim)
         self.log_std = nn.Linear(self.torso.out_dim, dim)
@@ -78,10 +80,10 @@ class SquashedGaussianActor(nn.Module):
 class TwinCritic(nn.Module):
     """Two independent Q(s, a) networks."""
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden: list[int]):
+    def __init__(self, obs_dim: int, action_dim: int, hidden: list[int], block: str = "plain"):
         super().__init__()
-        self.q1 = nn.Sequential(MLP(obs_dim + action_dim, hidden, "relu"), nn.Linear(hidden[-1], 1))
-        self.q2 = nn.Sequential(MLP(obs_dim + action_dim, hidden, "relu"), nn.Linear(hidden[-1], 1))
+        self.q1 = nn.Sequential(MLP(obs_dim + action_dim, hidden, "relu", block), nn.Linear(hidden[-1], 1))
+        self.q2 = nn.Sequential(MLP(obs_dim + action_dim, hidden, "relu", block), nn.Linear(hidden[-1], 1))
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.cat([obs.flatten(1), action], dim=-1)
@@ -94,7 +96,11 @@ def build_sac_actor(
     if not isinstance(action_space, gym.spaces.Box):
         raise ValueError(f"SAC needs a continuous (Box) action space, got {action_space}; use algo dqn or ppo")
     actor = SquashedGaussianActor(
-        int(np.prod(obs_space.shape)), action_space, config.policy.hidden, config.sac.log_std_bounds
+        int(np.prod(obs_space.shape)),
+        action_space,
+        config.policy.hidden,
+        config.sac.log_std_bounds,
+        config.policy.block,
     )
     return actor if config.policy.ortho_init else default_init(actor)
 
@@ -112,7 +118,8 @@ class SAC:
         obs_space, action_space = env.single_observation_space, env.single_action_space
         self.policy = build_sac_actor(obs_space, action_space, config).to(device)
         self.action_dim = int(np.prod(action_space.shape))
-        self.critic = TwinCritic(int(np.prod(obs_space.shape)), self.action_dim, config.policy.hidden).to(device)
+        obs_dim, hidden = int(np.prod(obs_space.shape)), config.policy.hidden
+        self.critic = TwinCritic(obs_dim, self.action_dim, hidden, config.policy.block).to(device)
         if not config.policy.ortho_init:
             default_init(self.critic)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)

@@ -122,12 +122,13 @@ class SumTree:
     def set(self, indices: np.ndarray, values: np.ndarray) -> None:
         nodes = np.asarray(indices, dtype=np.int64) + self.leaves
         self.tree[nodes] = values
-        nodes = np.unique(nodes // 2)
-        while nodes[0] >= 1:
+        nodes = np.unique(nodes // 2)  # sorted; parents of sorted nodes stay sorted
+        while True:
             self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
             if nodes[0] == 1:
                 break
-            nodes = np.unique(nodes // 2)
+            parents = nodes // 2
+            nodes = parents[np.concatenate(([True], parents[1:] != parents[:-1]))]
 
     def get(self, indices: np.ndarray) -> np.ndarray:
         return self.tree[np.asarray(indices, dtype=np.int64) + self.leaves]
