@@ -214,3 +214,60 @@ def promote_if_better(name: str, version: str, score: float) -> dict[str, Any]:
         "challenger_score": score,
         "champion_score": champion_score,
     }
+
+
+def fetch_artifact_file(uri: str, filename: str, what: str, fix: str) -> Path:
+    """Download an MLflow artifact (``models:/name@alias``, ``runs:/...``) and find ``filename`` in it."""
+    import mlflow
+    import mlflow.artifacts
+
+    mlflow.set_tracking_uri(check_tracking())
+    try:
+        local = mlflow.artifacts.download_artifacts(artifact_uri=uri)
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:160]
+        raise TrackingError(f"cannot fetch {what} {uri} from MLflow ({reason}); check the name and alias") from None
+    found = sorted(Path(local).rglob(filename))
+    if not found:
+        raise TrackingError(f"{uri} holds no {filename}; {fix}")
+    return found[0]
+
+
+def log_and_register(
+    config: ExperimentConfig,
+    run_name: str,
+    summary: dict[str, Any],
+    files: list[Path],
+    model: Any,
+    kind: str,
+    score_key: str,
+    score_name: str,
+) -> dict[str, Any]:
+    """One MLflow run for a pretrained model (encoder, evaluator): numeric summary as metrics, the
+    files as artifacts, the module as a pickled MLflow PyTorch model carrying ``files[-1]``, then
+    registration as ``<task>-<kind>`` with ``summary[score_key]`` as its score, tagged ``score_name``
+    (alias ``champion`` moves when it improves)."""
+    import mlflow
+    import mlflow.pytorch
+    import torch
+
+    with RunTracker(config, run_name=run_name) as tracker:
+        numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        tracker.log_metrics(numeric, step=0)
+        mlflow.set_tag("frugalrl.dataset_sha256", summary["dataset_sha256"])
+        for path in files:
+            tracker.log_artifact(path, artifact_path=kind)
+        info = mlflow.pytorch.log_model(
+            model,
+            name=kind,
+            serialization_format="pickle",
+            extra_files=[str(files[-1])],
+            pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
+        )
+        run_id = tracker.run_id
+    name = f"{task_name(config.env.id)}-{kind}"
+    score = float(summary[score_key])
+    version = register_model(info.model_uri, name, run_id, score, score_name)
+    decision = promote_if_better(name, version, score)
+    return {"mlflow_run_id": run_id, "model_uri": info.model_uri, "registered_model": name,
+            "registered_version": version, "promoted": decision["promoted"]}  # fmt: skip

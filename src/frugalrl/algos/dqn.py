@@ -22,8 +22,6 @@ Shapes: N = num_envs, B = batch_size, A = number of actions.
 from __future__ import annotations
 
 import copy
-import math
-from collections import deque
 from typing import Any
 
 import gymnasium as gym
@@ -31,59 +29,28 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from frugalrl.algos.offpolicy import OffPolicyLearner
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
-from frugalrl.meta import MetaController, ScoreStages
 from frugalrl.nets.qnet import QNetwork, build_q_network
-from frugalrl.replay import ReplayStore, build_replay
 
 
-class DQN:
+class DQN(OffPolicyLearner):
     """The DQN learner; the same driving interface as ``PPO`` (``start``, ``run_update``, state)."""
 
     def __init__(self, config: ExperimentConfig, env: gym.vector.VectorEnv, meter: CostMeter, device: torch.device):
-        self.config = config
-        self.hp = config.dqn
-        self.env = env
-        self.meter = meter
-        self.device = device
-        self.num_envs = env.num_envs
+        super().__init__(config, config.dqn, env, meter, device, initial_exploration=config.dqn.exploration_final_eps)
         self.policy: QNetwork = build_q_network(env.single_observation_space, env.single_action_space, config.policy)
         self.policy.to(device)
         self.target = copy.deepcopy(self.policy).requires_grad_(False)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hp.learning_rate)
-        self.replay: ReplayStore = build_replay(
-            config.replay, env.single_observation_space, env.single_action_space, self.num_envs, config.seed
-        )
-        self.rng = np.random.default_rng(config.seed)
-
-        self.rollout_size = self.num_envs * self.hp.train_freq
-        self.num_updates = math.ceil(self.hp.total_timesteps / self.rollout_size)
-        self.update = 0
-        self.global_step = 0
         self.gradient_updates = 0
         self.last_target_sync = 0
-        self.recent_returns: deque[float] = deque(maxlen=100)
-        self.recent_lengths: deque[int] = deque(maxlen=100)
-        self.next_obs: torch.Tensor | None = None
-        self._obs_np: np.ndarray | None = None
-        self.gamma = self.hp.gamma
-        self.learning_rate = self.hp.learning_rate
-        self.meta = MetaController(config.meta, self.learning_rate, self.gamma, self.hp.exploration_final_eps)
-        self.meta_on = config.meta.enabled
-        self.stages = ScoreStages(config.score_stages)
         self.q_entropy: float | None = None  # running normalised entropy of softmax(Q) on acted states
-        self.techniques = self._techniques(config)
 
-    @staticmethod
-    def _techniques(config: ExperimentConfig) -> list[str]:
-        parts = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
-        parts += ["meta_controller"] if config.meta.enabled else []
-        parts += ["boltzmann_exploration"] if config.dqn.exploration == "boltzmann" else []
-        parts += ["score_stages"] if config.score_stages.stages else []
-        parts += ["fractal"] if config.policy.block == "fractal" else []
-        return parts
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.optimizer]
 
     # ------------------------------------------------------------------ acting
     def epsilon(self) -> float:
@@ -122,29 +89,6 @@ class DQN:
         explore = self.rng.random(self.num_envs) < self.epsilon()
         actions[explore] = self.rng.integers(0, self.policy.num_actions, size=int(explore.sum()))
         return actions
-
-    def start(self, seed: int) -> None:
-        obs, _ = self.env.reset(seed=seed)
-        self._obs_np = obs
-        self.next_obs = torch.as_tensor(obs, device=self.device)
-
-    def collect(self) -> None:
-        """``train_freq`` steps of every env, each transition into the replay store."""
-        for _ in range(self.hp.train_freq):
-            obs = self._obs_np
-            with self.meter.timed("act"):
-                actions = self.choose_actions(obs)
-            with self.meter.timed("env"):
-                next_obs, rewards, terminated, truncated, info = self.env.step(actions)
-            self.meter.real_env_steps += self.num_envs
-            self.global_step += self.num_envs
-            self.replay.add(obs, actions, rewards, terminated, truncated, next_obs, info.get("final_obs"))
-            self._obs_np = next_obs
-            if "_episode" in info:
-                ended = info["_episode"]
-                self.recent_returns.extend(info["episode"]["r"][ended].tolist())
-                self.recent_lengths.extend(info["episode"]["l"][ended].tolist())
-        self.next_obs = torch.as_tensor(self._obs_np, device=self.device)
 
     # ------------------------------------------------------------------ learning
     def td_targets(self, rewards: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
@@ -205,44 +149,14 @@ class DQN:
         for target, online in zip(self.target.parameters(), self.policy.parameters(), strict=True):
             target.lerp_(online, tau)
 
-    def run_update(self) -> dict[str, float]:
-        if self.next_obs is None:
-            raise RuntimeError("call start(seed) before run_update()")
-        self.collect()
-        metrics: dict[str, float] = {"epsilon": self.epsilon()}
-        if self.global_step >= self.hp.learning_starts:
-            with self.meter.timed("learn"):
-                metrics.update(self.learn())
-        self.update += 1
-        if self.recent_returns:
-            metrics["episode_return"] = float(np.mean(self.recent_returns))
-            metrics["episode_length"] = float(np.mean(self.recent_lengths))
-        self.control(metrics)
-        stats = self.replay.stats()
-        metrics.update({k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)})
-        return metrics
-
-    # ------------------------------------------------------------------ hyperparameter control
-    def control(self, metrics: dict[str, float]) -> None:
-        """Score stages and the meta-controller look at this update and may change lr / gamma / epsilon."""
-        changes = self.stages.observe(metrics.get("episode_return"), self.learning_rate, self.gamma)
-        if self.meta_on and "loss" in metrics:
-            for change in changes:  # stages move the controller's values too
-                self.meta.values[change.name] = change.new
-            changes += self.meta.observe(self.q_entropy, metrics["loss"])
-        for change in changes:
-            if change.name == "learning_rate":
-                self.learning_rate = change.new
-                for group in self.optimizer.param_groups:
-                    group["lr"] = change.new
-            elif change.name == "gamma":
-                self.gamma = change.new
-            print(f"step {self.global_step}: {change.line()}")
-        metrics.update(learning_rate=self.learning_rate, gamma=self.gamma)
-        if self.meta_on:
-            metrics.update(self.meta.metrics())
+    def acting_metrics(self) -> dict[str, float]:
+        metrics = {"epsilon": self.epsilon()}
         if self.q_entropy is not None:
             metrics.update(q_entropy=self.q_entropy, temperature=self.temperature())
+        return metrics
+
+    def exploration_signal(self, metrics: dict[str, float]) -> float | None:
+        return self.q_entropy
 
     def summary_extra(self) -> dict[str, Any]:
         """Final replay statistics and hyperparameters, for summary.json."""
@@ -251,38 +165,21 @@ class DQN:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        """Learner state; the replay store is not included (a resumed run refills it)."""
         return {
+            **self.base_state(),
             "policy": self.policy.state_dict(),
             "target": self.target.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "update": self.update,
-            "global_step": self.global_step,
             "gradient_updates": self.gradient_updates,
             "last_target_sync": self.last_target_sync,
-            "next_obs": self.next_obs,
-            "recent_returns": list(self.recent_returns),
-            "recent_lengths": list(self.recent_lengths),
-            "gamma": self.gamma,
-            "learning_rate": self.learning_rate,
-            "meta": self.meta.state_dict(),
-            "stages_passed": self.stages.passed,
             "q_entropy": self.q_entropy,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.load_base_state(state)
         self.policy.load_state_dict(state["policy"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.update = int(state["update"])
-        self.global_step = int(state["global_step"])
         self.gradient_updates = int(state["gradient_updates"])
         self.last_target_sync = int(state["last_target_sync"])
-        self.next_obs = state["next_obs"].to(self.device)
-        self._obs_np = self.next_obs.cpu().numpy()
-        self.recent_returns.extend(state["recent_returns"])
-        self.recent_lengths.extend(state["recent_lengths"])
-        self.gamma, self.learning_rate = float(state["gamma"]), float(state["learning_rate"])
-        self.meta.load_state_dict(state["meta"])
-        self.stages.passed = int(state["stages_passed"])
         self.q_entropy = state["q_entropy"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections import deque
 from typing import Any
 
 import gymnasium as gym
@@ -28,14 +27,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from frugalrl.algos.dqn import DQN
+from frugalrl.algos.offpolicy import OffPolicyLearner
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
-from frugalrl.meta import MetaController, ScoreStages
 from frugalrl.nets.policy import ActOutput
 from frugalrl.nets.torsos import MLP, default_init
-from frugalrl.replay import ReplayStore, build_replay
 
 
 class SquashedGaussianActor(nn.Module):
@@ -105,16 +102,14 @@ def build_sac_actor(
     return actor if config.policy.ortho_init else default_init(actor)
 
 
-class SAC:
+class SAC(OffPolicyLearner):
     """The SAC learner; the same driving interface as ``PPO`` and ``DQN``."""
 
+    value_loss_key = "critic_loss"
+    controls_exploration = False  # the temperature tunes exploration itself
+
     def __init__(self, config: ExperimentConfig, env: gym.vector.VectorEnv, meter: CostMeter, device: torch.device):
-        self.config = config
-        self.hp = config.sac
-        self.env = env
-        self.meter = meter
-        self.device = device
-        self.num_envs = env.num_envs
+        super().__init__(config, config.sac, env, meter, device, initial_exploration=config.meta.exploration_bounds[0])
         obs_space, action_space = env.single_observation_space, env.single_action_space
         self.policy = build_sac_actor(obs_space, action_space, config).to(device)
         self.action_dim = int(np.prod(action_space.shape))
@@ -132,31 +127,15 @@ class SAC:
         target = self.hp.target_entropy
         self.target_entropy = -float(self.action_dim) if target == "auto" else float(target)
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.hp.learning_rate)
-        self.replay: ReplayStore = build_replay(config.replay, obs_space, action_space, self.num_envs, config.seed)
         self.action_space = action_space
-        self.rng = np.random.default_rng(config.seed)
 
-        self.rollout_size = self.num_envs * self.hp.train_freq
-        self.num_updates = math.ceil(self.hp.total_timesteps / self.rollout_size)
-        self.update = 0
-        self.global_step = 0
-        self.recent_returns: deque[float] = deque(maxlen=100)
-        self.recent_lengths: deque[int] = deque(maxlen=100)
-        self.next_obs: torch.Tensor | None = None
-        self._obs_np: np.ndarray | None = None
-        self.gamma = self.hp.gamma
-        self.learning_rate = self.hp.learning_rate
-        self.meta = MetaController(config.meta, self.learning_rate, self.gamma, config.meta.exploration_bounds[0])
-        self.meta_on = config.meta.enabled
-        self.stages = ScoreStages(config.score_stages)
-        self.techniques = [p for p in DQN._techniques(config) if p != "boltzmann_exploration"]
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
+
+    def exploration_signal(self, metrics: dict[str, float]) -> float | None:
+        return metrics.get("entropy")
 
     # ------------------------------------------------------------------ acting
-    def start(self, seed: int) -> None:
-        obs, _ = self.env.reset(seed=seed)
-        self._obs_np = obs
-        self.next_obs = torch.as_tensor(obs, device=self.device)
-
     @torch.no_grad()
     def choose_actions(self, obs: np.ndarray) -> np.ndarray:
         if self.global_step < self.hp.learning_starts:  # uniform random actions first, as SB3
@@ -167,23 +146,6 @@ class SAC:
         )
         self.meter.inference_samples += self.num_envs
         return action.cpu().numpy()
-
-    def collect(self) -> None:
-        for _ in range(self.hp.train_freq):
-            obs = self._obs_np
-            with self.meter.timed("act"):
-                actions = self.choose_actions(obs)
-            with self.meter.timed("env"):
-                next_obs, rewards, terminated, truncated, info = self.env.step(actions)
-            self.meter.real_env_steps += self.num_envs
-            self.global_step += self.num_envs
-            self.replay.add(obs, actions, rewards, terminated, truncated, next_obs, info.get("final_obs"))
-            self._obs_np = next_obs
-            if "_episode" in info:
-                ended = info["_episode"]
-                self.recent_returns.extend(info["episode"]["r"][ended].tolist())
-                self.recent_lengths.extend(info["episode"]["l"][ended].tolist())
-        self.next_obs = torch.as_tensor(self._obs_np, device=self.device)
 
     # ------------------------------------------------------------------ learning
     def learn(self) -> dict[str, float]:
@@ -247,55 +209,16 @@ class SAC:
         names = ("critic_loss", "actor_loss", "alpha", "entropy")
         return dict(zip(names, torch.stack(stats).mean(0).tolist(), strict=True))
 
-    def run_update(self) -> dict[str, float]:
-        if self.next_obs is None:
-            raise RuntimeError("call start(seed) before run_update()")
-        self.collect()
-        metrics: dict[str, float] = {}
-        if self.global_step >= self.hp.learning_starts:
-            with self.meter.timed("learn"):
-                metrics.update(self.learn())
-        self.update += 1
-        if self.recent_returns:
-            metrics["episode_return"] = float(np.mean(self.recent_returns))
-            metrics["episode_length"] = float(np.mean(self.recent_lengths))
-        self.control(metrics)
-        stats = self.replay.stats()
-        metrics.update({k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)})
-        return metrics
-
     def summary_extra(self) -> dict[str, Any]:
         """Final replay statistics, temperature and hyperparameters, for summary.json."""
         lr = self.critic_optimizer.param_groups[0]["lr"]
         alpha = float(self.log_alpha.exp())
         return {**self.replay.stats(), "final_learning_rate": lr, "final_gamma": self.gamma, "final_alpha": alpha}
 
-    # ------------------------------------------------------------------ hyperparameter control
-    def control(self, metrics: dict[str, float]) -> None:
-        """Score stages and the meta-controller may change lr and gamma (the temperature tunes itself)."""
-        changes = self.stages.observe(metrics.get("episode_return"), self.learning_rate, self.gamma)
-        if self.meta_on and "critic_loss" in metrics:
-            for change in changes:
-                self.meta.values[change.name] = change.new
-            changes += [c for c in self.meta.observe(metrics.get("entropy"), metrics["critic_loss"])
-                        if c.name != "exploration"]  # fmt: skip
-        for change in changes:
-            if change.name == "learning_rate":
-                self.learning_rate = change.new
-                for optimizer in (self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer):
-                    for group in optimizer.param_groups:
-                        group["lr"] = change.new
-            elif change.name == "gamma":
-                self.gamma = change.new
-            print(f"step {self.global_step}: {change.line()}")
-        metrics.update(learning_rate=self.learning_rate, gamma=self.gamma)
-        if self.meta_on:
-            metrics.update(self.meta.metrics())
-
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        """Learner state; the replay store is not included (a resumed run refills it)."""
         return {
+            **self.base_state(),
             "policy": self.policy.state_dict(),
             "critic": self.critic.state_dict(),
             "critic_target": self.critic_target.state_dict(),
@@ -303,18 +226,10 @@ class SAC:
             "critic_optimizer": self.critic_optimizer.state_dict(),
             "alpha_optimizer": self.alpha_optimizer.state_dict(),
             "log_alpha": self.log_alpha.detach().clone(),
-            "update": self.update,
-            "global_step": self.global_step,
-            "next_obs": self.next_obs,
-            "recent_returns": list(self.recent_returns),
-            "recent_lengths": list(self.recent_lengths),
-            "gamma": self.gamma,
-            "learning_rate": self.learning_rate,
-            "meta": self.meta.state_dict(),
-            "stages_passed": self.stages.passed,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.load_base_state(state)
         self.policy.load_state_dict(state["policy"])
         self.critic.load_state_dict(state["critic"])
         self.critic_target.load_state_dict(state["critic_target"])
@@ -322,12 +237,3 @@ class SAC:
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
         self.log_alpha.data.copy_(state["log_alpha"])
-        self.update = int(state["update"])
-        self.global_step = int(state["global_step"])
-        self.next_obs = state["next_obs"].to(self.device)
-        self._obs_np = self.next_obs.cpu().numpy()
-        self.recent_returns.extend(state["recent_returns"])
-        self.recent_lengths.extend(state["recent_lengths"])
-        self.gamma, self.learning_rate = float(state["gamma"]), float(state["learning_rate"])
-        self.meta.load_state_dict(state["meta"])
-        self.stages.passed = int(state["stages_passed"])

@@ -318,30 +318,10 @@ def pretrain_encoder(
 
 
 def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summary: dict) -> dict:
-    """An MLflow run with metrics and files; registers ``<game>-encoder`` (alias ``champion`` if better)."""
-    import mlflow
-    import mlflow.pytorch
+    """MLflow run with the metrics and files; registers ``<game>-encoder`` (score: the ball probe R^2,
+    or the PSNR when the probe was skipped)."""
+    from frugalrl.tracking import log_and_register
 
-    from frugalrl.tracking import RunTracker, promote_if_better, register_model, task_name
-
-    with RunTracker(config, run_name=f"{config.name}-encoder") as tracker:
-        numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-        tracker.log_metrics(numeric, step=0)
-        mlflow.set_tag("frugalrl.dataset_sha256", summary["dataset_sha256"])
-        for name in ("metrics.json", "encoder.pt"):
-            tracker.log_artifact(out / name, artifact_path="encoder")
-        info = mlflow.pytorch.log_model(
-            models.encoder,
-            name="encoder",
-            serialization_format="pickle",
-            extra_files=[str(out / "encoder.pt")],
-            pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
-        )
-        run_id = tracker.run_id
-    name = f"{task_name(config.env.id)}-encoder"
-    score_name = "ball_probe_r2" if "ball_r2_mlp" in summary else "psnr_db"
-    score = float(summary.get("ball_r2_mlp", summary["psnr_db"]))
-    version = register_model(info.model_uri, name, run_id, score, score_name)
-    decision = promote_if_better(name, version, score)
-    return {"mlflow_run_id": run_id, "model_uri": info.model_uri, "registered_model": name,
-            "registered_version": version, "promoted": decision["promoted"]}  # fmt: skip
+    key, name = ("ball_r2_mlp", "ball_probe_r2") if "ball_r2_mlp" in summary else ("psnr_db", "psnr_db")
+    files = [out / "metrics.json", out / "encoder.pt"]
+    return log_and_register(config, f"{config.name}-encoder", summary, files, models.encoder, "encoder", key, name)

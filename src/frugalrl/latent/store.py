@@ -64,19 +64,7 @@ def load_latent(uri: str | Path) -> LatentModels:
     uri = str(uri)
     if not uri.startswith(("models:/", "runs:/")):
         return load_latent_file(Path(uri))
-    import mlflow
-    import mlflow.artifacts
+    from frugalrl.tracking import fetch_artifact_file
 
-    from frugalrl.errors import TrackingError
-    from frugalrl.tracking import check_tracking
-
-    mlflow.set_tracking_uri(check_tracking())
-    try:
-        local = mlflow.artifacts.download_artifacts(artifact_uri=uri)
-    except Exception as exc:
-        reason = str(exc).splitlines()[0][:160]
-        raise TrackingError(f"cannot fetch encoder {uri} from MLflow ({reason}); check the name and alias") from None
-    found = sorted(Path(local).rglob("encoder.pt"))
-    if not found:
-        raise TrackingError(f"{uri} holds no encoder.pt; register one with `frugalrl pretrain encoder`")
-    return load_latent_file(found[0])
+    fix = "register one with `frugalrl pretrain encoder`"
+    return load_latent_file(fetch_artifact_file(uri, "encoder.pt", "encoder", fix))

@@ -25,22 +25,10 @@ def load_evaluator_uri(uri: str) -> ImportanceEvaluator:
     """An evaluator from a path (file or run directory) or an MLflow model URI (``models:/...``)."""
     if not uri.startswith(("models:/", "runs:/")):
         return load_evaluator(Path(uri))
-    import mlflow
-    import mlflow.artifacts
+    from frugalrl.tracking import fetch_artifact_file
 
-    from frugalrl.errors import TrackingError
-    from frugalrl.tracking import check_tracking
-
-    mlflow.set_tracking_uri(check_tracking())
-    try:
-        local = mlflow.artifacts.download_artifacts(artifact_uri=uri)
-    except Exception as exc:
-        reason = str(exc).splitlines()[0][:160]
-        raise TrackingError(f"cannot fetch evaluator {uri} from MLflow ({reason}); check the name and alias") from None
-    found = sorted(Path(local).rglob("evaluator.pt"))
-    if not found:
-        raise TrackingError(f"{uri} holds no evaluator.pt; register one with `frugalrl pretrain evaluator`")
-    return load_evaluator(found[0])
+    fix = "register one with `frugalrl pretrain evaluator`"
+    return load_evaluator(fetch_artifact_file(uri, "evaluator.pt", "evaluator", fix))
 
 
 def initial_evaluator(config: PivotConfig, obs_space: Any) -> tuple[ImportanceEvaluator, str]:

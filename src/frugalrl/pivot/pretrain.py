@@ -187,28 +187,9 @@ def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | 
 
 
 def _log_evaluator(config: ExperimentConfig, out: Path, evaluator: ImportanceEvaluator, summary: dict) -> dict:
-    """MLflow run with the metrics and files; registers ``<task>-evaluator`` (alias ``champion`` if first)."""
-    import mlflow
-    import mlflow.pytorch
+    """MLflow run with the metrics and files; registers ``<task>-evaluator`` (score: held-out Spearman)."""
+    from frugalrl.tracking import log_and_register
 
-    from frugalrl.tracking import RunTracker, promote_if_better, register_model, task_name
-
-    with RunTracker(config, run_name=f"{config.name}-evaluator") as tracker:
-        numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-        tracker.log_metrics(numeric, step=0)
-        mlflow.set_tag("frugalrl.dataset_sha256", summary["dataset_sha256"])
-        for name in ("metrics.json", "evaluator.pt"):
-            tracker.log_artifact(out / name, artifact_path="evaluator")
-        info = mlflow.pytorch.log_model(
-            evaluator,
-            name="evaluator",
-            serialization_format="pickle",
-            extra_files=[str(out / "evaluator.pt")],
-            pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
-        )
-        run_id = tracker.run_id
-    name = f"{task_name(config.env.id)}-evaluator"
-    version = register_model(info.model_uri, name, run_id, float(summary["spearman"]), "heldout_spearman")
-    decision = promote_if_better(name, version, float(summary["spearman"]))
-    return {"mlflow_run_id": run_id, "model_uri": info.model_uri, "registered_model": name,
-            "registered_version": version, "promoted": decision["promoted"]}  # fmt: skip
+    files = [out / "metrics.json", out / "evaluator.pt"]
+    run_name = f"{config.name}-evaluator"
+    return log_and_register(config, run_name, summary, files, evaluator, "evaluator", "spearman", "heldout_spearman")

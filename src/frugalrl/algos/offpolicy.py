@@ -1,0 +1,182 @@
+"""What DQN and SAC share: collecting into a replay store, the driving loop, hyperparameter control.
+
+A subclass builds its networks and optimizers, then implements ``choose_actions`` (acting),
+``learn`` (the gradient steps; metrics out, with its value loss under ``value_loss_key``) and
+``optimizers`` (whose learning rate the controllers may change). This class does the rest:
+``start``, ``collect`` (``train_freq`` steps of the N envs, every transition into the store),
+``run_update`` (collect, then learn once ``learning_starts`` env steps have passed), episode
+statistics, and after every update the score stages and the meta-controller.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from frugalrl.config import DQNConfig, ExperimentConfig, SACConfig
+from frugalrl.cost import CostMeter
+from frugalrl.meta import MetaController, ScoreStages
+from frugalrl.replay import ReplayStore, build_replay
+
+
+def rmt_techniques(config: ExperimentConfig) -> list[str]:
+    """Names of the RMT parts a config switches on (for ``summary.json``'s ``techniques``)."""
+    parts = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
+    parts += ["meta_controller"] if config.meta.enabled else []
+    parts += ["boltzmann_exploration"] if config.algo == "dqn" and config.dqn.exploration == "boltzmann" else []
+    parts += ["score_stages"] if config.score_stages.stages else []
+    parts += ["fractal"] if config.policy.block == "fractal" else []
+    return parts
+
+
+class OffPolicyLearner:
+    value_loss_key = "loss"
+    controls_exploration = True  # whether the meta-controller's exploration rule applies
+
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        hp: DQNConfig | SACConfig,
+        env: gym.vector.VectorEnv,
+        meter: CostMeter,
+        device: torch.device,
+        initial_exploration: float,
+    ):
+        self.config = config
+        self.hp = hp
+        self.env = env
+        self.meter = meter
+        self.device = device
+        self.num_envs = env.num_envs
+        self.replay: ReplayStore = build_replay(
+            config.replay, env.single_observation_space, env.single_action_space, self.num_envs, config.seed
+        )
+        self.rng = np.random.default_rng(config.seed)
+        self.rollout_size = self.num_envs * hp.train_freq
+        self.num_updates = math.ceil(hp.total_timesteps / self.rollout_size)
+        self.update = 0
+        self.global_step = 0
+        self.recent_returns: deque[float] = deque(maxlen=100)
+        self.recent_lengths: deque[int] = deque(maxlen=100)
+        self.next_obs: torch.Tensor | None = None
+        self._obs_np: np.ndarray | None = None
+        self.gamma = hp.gamma
+        self.learning_rate = hp.learning_rate
+        self.meta = MetaController(config.meta, self.learning_rate, self.gamma, initial_exploration)
+        self.meta_on = config.meta.enabled
+        self.stages = ScoreStages(config.score_stages)
+        self.techniques = rmt_techniques(config)
+
+    # ------------------------------------------------------------------ to implement
+    def choose_actions(self, obs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def learn(self) -> dict[str, float]:
+        raise NotImplementedError
+
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        raise NotImplementedError
+
+    def acting_metrics(self) -> dict[str, float]:
+        """Per-update figures of the acting side (epsilon, temperature, ...)."""
+        return {}
+
+    def exploration_signal(self, metrics: dict[str, float]) -> float | None:
+        """The entropy the meta-controller watches."""
+        return None
+
+    # ------------------------------------------------------------------ the loop
+    def start(self, seed: int) -> None:
+        obs, _ = self.env.reset(seed=seed)
+        self._obs_np = obs
+        self.next_obs = torch.as_tensor(obs, device=self.device)
+
+    def collect(self) -> None:
+        """``train_freq`` steps of every env, each transition into the replay store."""
+        for _ in range(self.hp.train_freq):
+            obs = self._obs_np
+            with self.meter.timed("act"):
+                actions = self.choose_actions(obs)
+            with self.meter.timed("env"):
+                next_obs, rewards, terminated, truncated, info = self.env.step(actions)
+            self.meter.real_env_steps += self.num_envs
+            self.global_step += self.num_envs
+            self.replay.add(obs, actions, rewards, terminated, truncated, next_obs, info.get("final_obs"))
+            self._obs_np = next_obs
+            if "_episode" in info:
+                ended = info["_episode"]
+                self.recent_returns.extend(info["episode"]["r"][ended].tolist())
+                self.recent_lengths.extend(info["episode"]["l"][ended].tolist())
+        self.next_obs = torch.as_tensor(self._obs_np, device=self.device)
+
+    def run_update(self) -> dict[str, float]:
+        if self.next_obs is None:
+            raise RuntimeError("call start(seed) before run_update()")
+        self.collect()
+        metrics: dict[str, float] = {}
+        if self.global_step >= self.hp.learning_starts:
+            with self.meter.timed("learn"):
+                metrics.update(self.learn())
+        self.update += 1
+        if self.recent_returns:
+            metrics["episode_return"] = float(np.mean(self.recent_returns))
+            metrics["episode_length"] = float(np.mean(self.recent_lengths))
+        self.control(metrics)
+        metrics.update(self.acting_metrics())
+        stats = self.replay.stats()
+        metrics.update({k: v for k, v in stats.items() if isinstance(v, int | float) and not isinstance(v, bool)})
+        return metrics
+
+    # ------------------------------------------------------------------ hyperparameter control
+    def control(self, metrics: dict[str, float]) -> None:
+        """Score stages and the meta-controller look at this update and may change lr / gamma / exploration."""
+        changes = self.stages.observe(metrics.get("episode_return"), self.learning_rate, self.gamma)
+        if self.meta_on and self.value_loss_key in metrics:
+            for change in changes:  # stages move the controller's values too
+                self.meta.values[change.name] = change.new
+            decided = self.meta.observe(self.exploration_signal(metrics), metrics[self.value_loss_key])
+            changes += [c for c in decided if self.controls_exploration or c.name != "exploration"]
+        for change in changes:
+            if change.name == "learning_rate":
+                self.learning_rate = change.new
+                for optimizer in self.optimizers():
+                    for group in optimizer.param_groups:
+                        group["lr"] = change.new
+            elif change.name == "gamma":
+                self.gamma = change.new
+            print(f"step {self.global_step}: {change.line()}")
+        metrics.update(learning_rate=self.learning_rate, gamma=self.gamma)
+        if self.meta_on:
+            metrics.update(self.meta.metrics())
+
+    # ------------------------------------------------------------------ state
+    def base_state(self) -> dict[str, Any]:
+        """The loop's state (subclasses add their networks and optimizers); the replay store is not
+        included, so a resumed run refills it."""
+        return {
+            "update": self.update,
+            "global_step": self.global_step,
+            "next_obs": self.next_obs,
+            "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
+            "gamma": self.gamma,
+            "learning_rate": self.learning_rate,
+            "meta": self.meta.state_dict(),
+            "stages_passed": self.stages.passed,
+        }
+
+    def load_base_state(self, state: dict[str, Any]) -> None:
+        self.update = int(state["update"])
+        self.global_step = int(state["global_step"])
+        self.next_obs = state["next_obs"].to(self.device)
+        self._obs_np = self.next_obs.cpu().numpy()
+        self.recent_returns.extend(state["recent_returns"])
+        self.recent_lengths.extend(state["recent_lengths"])
+        self.gamma, self.learning_rate = float(state["gamma"]), float(state["learning_rate"])
+        self.meta.load_state_dict(state["meta"])
+        self.stages.passed = int(state["stages_passed"])
