@@ -15,18 +15,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from frugalrl.nets.torsos import orthogonal_init
-
-
-def _conv_stack(in_channels: int) -> nn.Sequential:
-    return nn.Sequential(
-        orthogonal_init(nn.Conv2d(in_channels, 32, 8, stride=4)),
-        nn.ReLU(),
-        orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
-        nn.ReLU(),
-        orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
-        nn.ReLU(),
-    )
+from frugalrl.nets.torsos import nature_convs, orthogonal_init
 
 
 class FrameEncoder(nn.Module):
@@ -36,7 +25,7 @@ class FrameEncoder(nn.Module):
         super().__init__()
         self.in_channels, self.frame_size, self.latent_dim = in_channels, frame_size, latent_dim
         self.checkpointing = checkpointing
-        self.convs = _conv_stack(in_channels)
+        self.convs = nature_convs(in_channels)
         with torch.no_grad():
             self.feature_shape = tuple(self.convs(torch.zeros(1, in_channels, frame_size, frame_size)).shape[1:])
         self.fc = orthogonal_init(nn.Linear(math.prod(self.feature_shape), latent_dim), gain=1.0)

@@ -72,22 +72,26 @@ class MLP(nn.Module):
         return self.body(obs.flatten(1))  # (B, *obs_shape) -> (B, out_dim)
 
 
+def nature_convs(in_channels: int) -> nn.Sequential:
+    """The Nature-DQN convolutions: (B, C, 84, 84) -> (B, 64, 7, 7)."""
+    return nn.Sequential(
+        orthogonal_init(nn.Conv2d(in_channels, 32, 8, stride=4)),
+        nn.ReLU(),
+        orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
+        nn.ReLU(),
+        orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
+        nn.ReLU(),
+    )
+
+
 class NatureCNN(nn.Module):
     """Mnih et al. 2015: three convolutions and a 512-unit layer; uint8 frames in [0, 255]."""
 
     def __init__(self, in_channels: int, frame_size: int = 84, out_dim: int = 512, block: str = "plain"):
         super().__init__()
         fractal = [FractalBlock(64, "relu", conv=True)] if block == "fractal" else []
-        self.convs = nn.Sequential(
-            orthogonal_init(nn.Conv2d(in_channels, 32, 8, stride=4)),
-            nn.ReLU(),
-            orthogonal_init(nn.Conv2d(32, 64, 4, stride=2)),
-            nn.ReLU(),
-            orthogonal_init(nn.Conv2d(64, 64, 3, stride=1)),
-            nn.ReLU(),
-            *fractal,  # block = fractal: one fractal residual block on the last feature map
-            nn.Flatten(),
-        )
+        # block = fractal: one fractal residual block on the last feature map
+        self.convs = nn.Sequential(*nature_convs(in_channels), *fractal, nn.Flatten())
         with torch.no_grad():
             flat = self.convs(torch.zeros(1, in_channels, frame_size, frame_size)).shape[1]
         self.fc = nn.Sequential(orthogonal_init(nn.Linear(flat, out_dim)), nn.ReLU())
