@@ -27,6 +27,10 @@ PACKAGES = ("frugalrl", "torch", "numpy", "gymnasium", "ale-py", "mujoco", "stab
 SECTIONS = {
     "env_throughput": "## Env throughput: the env factory against a plain gymnasium loop",
     "ppo_vs_sb3": "## PPO on CartPole-v1: frugalrl against Stable-Baselines3",
+    "latent_encoders": "## Latent curriculum: encoder objectives, PSNR against what the latent knows",
+    "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",
+    "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
+    "rmt_ablation": "## RMT parts as an ablation (DQN / SAC)",
 }
 
 LEDGER_ROWS = (
