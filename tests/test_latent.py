@@ -286,7 +286,7 @@ def test_local_latent_pipeline_steps_chain(tmp_path):
     assert summary["dataset_sha256"] == info["sha256"]
     assert summary["registered_model"] == "breakout-encoder"
     run = train_step(text, [f"latent.encoder_from={tmp_path / 'enc'}"], str(tmp_path / "run"))
-    assert "encoder from" in run["encoder_note"] and run["model_uri"]
+    assert "encoder and world model from" in run["encoder_note"] and run["model_uri"]
 
 
 def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_path):
