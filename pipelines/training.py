@@ -5,6 +5,8 @@ importance evaluator for PivotRL (``selection.kind: pivot``), the encoder and wo
 the latent curriculum (``latent.enabled``); other configs compile to the three-step graph.
 """
 
+from typing import Any
+
 from components.collect_rollouts import collect_rollouts
 from components.curriculum_train import curriculum_train
 from components.evaluate import evaluate
@@ -25,6 +27,24 @@ def _evaluate_and_register(trained: dsl.PipelineTask, model_name: str, eval_epis
     registered = register(model=trained.outputs["model"], eval_mean=evaluated.outputs["Output"], model_name=model_name)
     registered.set_display_name("register and promote")
     return registered.outputs["Output"]
+
+
+def _pretrain_then_train(
+    config_yaml: str, overrides: list, pretrain: Any, trainer: Any, model: str, names: tuple[str, str, str]
+) -> dsl.PipelineTask:
+    """collect_rollouts -> ``pretrain`` (its Model output ``model``) -> ``trainer`` (that Model as input)."""
+    collected = collect_rollouts(config_yaml=config_yaml, overrides=overrides)
+    collected.set_display_name(names[0])
+    pretrained = pretrain(config_yaml=config_yaml, overrides=overrides, dataset=collected.outputs["dataset"])
+    pretrained.set_display_name(names[1])
+    trained = trainer(
+        config_yaml=config_yaml,
+        overrides=overrides,
+        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        **{model: pretrained.outputs[model]},
+    )
+    trained.set_display_name(names[2])
+    return trained
 
 
 @dsl.pipeline(name="frugalrl-train", description=DESCRIPTION)
@@ -48,17 +68,10 @@ def pivot_training_pipeline(
     eval_episodes: int = 20,
     eval_seed: int = 10_000,
 ) -> str:
-    collected = collect_rollouts(config_yaml=config_yaml, overrides=overrides)
-    collected.set_display_name("collect labelled rollouts")
-    pretrained = pretrain_evaluator(config_yaml=config_yaml, overrides=overrides, dataset=collected.outputs["dataset"])
-    pretrained.set_display_name("pretrain importance evaluator")
-    trained = train(
-        config_yaml=config_yaml,
-        overrides=overrides,
-        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-        evaluator=pretrained.outputs["evaluator"],
-    )
-    trained.set_display_name("train policy (PivotRL)")
+    trained = _pretrain_then_train(
+        config_yaml, overrides, pretrain_evaluator, train, "evaluator",
+        ("collect labelled rollouts", "pretrain importance evaluator", "train policy (PivotRL)"),
+    )  # fmt: skip
     return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
 
 
@@ -70,17 +83,10 @@ def latent_training_pipeline(
     eval_episodes: int = 20,
     eval_seed: int = 10_000,
 ) -> str:
-    collected = collect_rollouts(config_yaml=config_yaml, overrides=overrides)
-    collected.set_display_name("collect game frames")
-    pretrained = pretrain_encoder(config_yaml=config_yaml, overrides=overrides, dataset=collected.outputs["dataset"])
-    pretrained.set_display_name("pretrain encoder + world model")
-    trained = curriculum_train(
-        config_yaml=config_yaml,
-        overrides=overrides,
-        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-        encoder=pretrained.outputs["encoder"],
-    )
-    trained.set_display_name("curriculum training (virtual + real)")
+    trained = _pretrain_then_train(
+        config_yaml, overrides, pretrain_encoder, curriculum_train, "encoder",
+        ("collect game frames", "pretrain encoder + world model", "curriculum training (virtual + real)"),
+    )  # fmt: skip
     return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
 
 
