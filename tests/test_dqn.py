@@ -95,3 +95,16 @@ def test_epsilon_decays_linearly_to_its_floor():
         agent.global_step = step
         assert agent.epsilon() == pytest.approx(eps)
     assert np.isfinite(agent.epsilon())
+
+
+def test_pipeline_train_step_takes_an_off_policy_config_and_logs_its_trace(tmp_path):
+    from mlflow import MlflowClient
+
+    from frugalrl.steps import train_step
+
+    config = dqn_config(replay={"kind": "tiered"}, tracking={"enabled": True, "log_model": True})
+    summary = train_step(json.dumps(config.to_dict()), [], str(tmp_path / "run"), pipeline_run_id="p-1")
+    client = MlflowClient()
+    run = client.get_run(summary["mlflow_run_id"])
+    assert "replay_hot_size" in run.data.metrics and run.data.tags["frugalrl.pipeline_run_id"] == "p-1"
+    assert "run/control_trace.png" in [a.path for a in client.list_artifacts(run.info.run_id, "run")]
