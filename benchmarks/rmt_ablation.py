@@ -186,6 +186,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=["Pendulum-v1"], choices=list(ENVS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=1, help="seeds run first-seed .. first-seed + seeds - 1")
+    parser.add_argument("--merge", nargs="*", type=Path, default=[], help="--report-only: more results files")
     parser.add_argument("--steps", type=int, default=None, help="override every env's budget")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "rmt_ablation.json")
@@ -194,12 +196,12 @@ def main() -> None:
     args = parser.parse_args()
     command, load_start = _report.command_line(), _report.load_average()
     if args.report_only:
-        results = json.loads(args.results.read_text())
+        results = [row for path in [args.results, *args.merge] for row in json.loads(path.read_text())]
     else:
         results: list[dict] = []
         with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.workers) as pool:
             jobs = [pool.submit(run_chain, env, seed, args, results, Path(workdir))
-                    for seed in range(1, args.seeds + 1) for env in args.envs]  # fmt: skip
+                    for seed in range(args.first_seed, args.first_seed + args.seeds) for env in args.envs]  # fmt: skip
             for job in jobs:
                 job.result()
     text = report(results, command, load_start, _report.load_average())
