@@ -319,3 +319,19 @@ def test_lora_adapts_the_encoder_in_the_real_stage(tmp_path):
     assert not torch.equal(adapted["fc.weight"], base["fc.weight"])  # LoRA moved the merged weights
     with pytest.raises(ConfigError, match="final all-real stage"):
         breakout(encoder_adapter="lora", curriculum={"stages": [{"virtual_fraction": 0.5, "real_share": 1.0}]})
+
+
+def test_frames_can_be_collected_by_a_saved_policy(tmp_path):
+    from frugalrl.train import train
+
+    pixel = validate_config(
+        {"env": {"id": "ALE/Breakout-v5", "num_envs": 2}, "policy": {"kind": "cnn"},
+         "ppo": {"total_timesteps": 64, "num_steps": 32, "batch_size": 32, "update_epochs": 1},
+         "eval": {"episodes": 1, "deterministic": False}, "tracking": {"enabled": False}}, "test",
+    )  # fmt: skip
+    train(pixel, tmp_path / "pixel")
+    data = collect_frames(breakout(behaviour=str(tmp_path / "pixel")), steps=64, seed=1)
+    assert data.meta["behaviour"] == str(tmp_path / "pixel") and data.frames.shape[:2] == (2, 32)
+    pong = validate_config({**breakout(behaviour=str(tmp_path / "pixel")).to_dict(), "env": {"id": "ALE/Pong-v5"}})
+    with pytest.raises(Exception, match="plays ALE/Breakout-v5, not ALE/Pong-v5"):
+        collect_frames(pong, steps=64)

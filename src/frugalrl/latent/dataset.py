@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -29,6 +29,9 @@ from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.envs.atari_frames import AtariFrameReader
 from frugalrl.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from frugalrl.nets.policy import ExportedPolicy
 
 FIELDS = ("frames", "actions", "rewards", "terminated", "truncated", "starts", "ram")
 
@@ -125,8 +128,8 @@ def load_dataset(path: str | Path) -> FrameDataset:
     return FrameDataset(**arrays, meta=meta)
 
 
-def _behaviour_policy(config: ExperimentConfig, num_actions: int):
-    """'random', or a saved pixel policy (path or models:/ URI) that acts on stacked frames."""
+def _behaviour_policy(config: ExperimentConfig) -> ExportedPolicy | None:
+    """None for 'random', or a saved pixel policy (path or models:/ URI) that acts on stacked frames."""
     behaviour = config.latent.behaviour
     if behaviour == "random":
         return None
@@ -150,7 +153,7 @@ def collect_frames(config: ExperimentConfig, steps: int | None = None, seed: int
     n = latent.collect_envs
     per_game = max(2, -(-steps // n))
     reader = AtariFrameReader(config.env, n, seed=seed)
-    policy = _behaviour_policy(config, int(reader.action_space.n))
+    policy = _behaviour_policy(config)
     rng = np.random.default_rng(seed)
     stack = config.env.atari.stack_num
     size = config.env.atari.img_size
