@@ -156,6 +156,17 @@ def _restore(state: dict[str, Any], agent: Learner, meter: CostMeter, config: Ex
     torch.set_rng_state(state["torch_rng"])
 
 
+def start_run_dir(config: ExperimentConfig, out: Path) -> torch.device:
+    """Create the run directory with the resolved config.yaml, set threads and seeds; the device to use."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "config.yaml", config.to_yaml().encode())
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    return resolve_device(config.device)
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
 
@@ -187,14 +198,7 @@ def train(
         raise FrugalError(
             f"{out} already holds a run (checkpoint.pt); continue it with --resume {out} or pick a new --out"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "config.yaml", config.to_yaml().encode())
-
-    if config.threads > 0:
-        torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    np.random.seed(config.seed)
-    device = resolve_device(config.device)
+    device = start_run_dir(config, out)
 
     env = make_vec_env(config.env, gamma=config.algo_config.gamma)
     meter = CostMeter()

@@ -11,6 +11,7 @@ statistics, and after every update the score stages and the meta-controller.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import deque
 from typing import Any
 
@@ -34,7 +35,7 @@ def rmt_techniques(config: ExperimentConfig) -> list[str]:
     return parts
 
 
-class OffPolicyLearner:
+class OffPolicyLearner(ABC):
     value_loss_key = "loss"
     controls_exploration = True  # whether the meta-controller's exploration rule applies
 
@@ -72,15 +73,18 @@ class OffPolicyLearner:
         self.stages = ScoreStages(config.score_stages)
         self.techniques = rmt_techniques(config)
 
-    # ------------------------------------------------------------------ to implement
+    # ------------------------------------------------------------------ what a learner defines
+    @abstractmethod
     def choose_actions(self, obs: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Actions for the N envs' observations (exploration included)."""
 
+    @abstractmethod
     def learn(self) -> dict[str, float]:
-        raise NotImplementedError
+        """``gradient_steps`` updates from the replay store; metrics, value loss under ``value_loss_key``."""
 
+    @abstractmethod
     def optimizers(self) -> list[torch.optim.Optimizer]:
-        raise NotImplementedError
+        """Every optimizer whose learning rate the controllers set."""
 
     def acting_metrics(self) -> dict[str, float]:
         """Per-update figures of the acting side (epsilon, temperature, ...)."""

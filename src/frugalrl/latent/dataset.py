@@ -36,10 +36,6 @@ if TYPE_CHECKING:
 FIELDS = ("frames", "actions", "rewards", "terminated", "truncated", "starts", "ram")
 
 
-def sha256_bytes(blob: bytes) -> str:
-    return hashlib.sha256(blob).hexdigest()
-
-
 @dataclass
 class FrameDataset:
     frames: np.ndarray

@@ -29,7 +29,7 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, FrugalError
-from frugalrl.latent.adapter import EncodedActorCritic, lora_encoder, merged_encoder
+from frugalrl.latent.adapter import EncodedActorCritic, lora_encoder, merged_encoder, trainable_parameters
 from frugalrl.latent.curriculum import CurriculumScheduler
 from frugalrl.latent.dataset import collect_frames
 from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
@@ -186,20 +186,14 @@ def _source_configs(config: ExperimentConfig) -> tuple[ExperimentConfig, Experim
 def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: bool | None = None) -> dict[str, Any]:
     """Run the latent curriculum; writes the run directory like ``train`` (plus encoder.pt)."""
     from frugalrl.envs.registry import is_atari
-    from frugalrl.train import finish_run, resolve_device
+    from frugalrl.train import finish_run, start_run_dir
 
     if not is_atari(config.env.id):
         raise ConfigError(f"latent.enabled needs an ALE game (env.id {config.env.id}); use e.g. ALE/Breakout-v5")
     out = Path(out_dir)
     if (out / "summary.json").exists() or (out / "metrics.jsonl").exists():
         raise FrugalError(f"{out} already holds a run; pick a new --out (latent runs cannot be resumed yet)")
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "config.yaml", config.to_yaml().encode())
-    if config.threads > 0:
-        torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    np.random.seed(config.seed)
-    device = resolve_device(config.device)
+    device = start_run_dir(config, out)
     if device.type != "cpu":
         raise ConfigError("latent curriculum runs on device: cpu for now (its world model steps on CPU)")
     warning = warn_batch_ratio(config)
@@ -321,7 +315,7 @@ class LoraLearner:
         latent = config.latent
         self.encoder = lora_encoder(encoder, latent.lora_rank, latent.lora_alpha)
         adapters = [p for p in self.encoder.parameters() if p.requires_grad]
-        self.trainable = sum(p.numel() for p in adapters)
+        self.trainable = trainable_parameters(self.encoder)
         real.optimizer.add_param_group({"params": adapters})
         self.meter = CostMeter()
         raw_env = real.env.env  # the frames under EncodedVectorEnv

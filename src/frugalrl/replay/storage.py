@@ -144,12 +144,6 @@ class TransitionStorage:
             return np.zeros(0, dtype=np.int64)
         return (self.cursor + np.arange(self.stack - 1)) % self.slots
 
-    def valid_slots(self) -> np.ndarray:
-        """Filled slots whose observations can be rebuilt, oldest first."""
-        order = (self.oldest_slot() + np.arange(self.size)) % self.slots
-        stale = self.stale_slots()
-        return order[len(stale) :] if len(stale) else order
-
     # -------------------------------------------------------------- reading
     def observations(self, slots: np.ndarray, envs: np.ndarray) -> np.ndarray:
         """(B, *obs_shape) observations at (slot, env)."""

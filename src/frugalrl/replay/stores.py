@@ -18,6 +18,7 @@ claims hierarchical replay lifts it from 12% to 58%).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ import numpy as np
 from frugalrl.replay.storage import Transitions, TransitionStorage
 
 
-class ReplayStore:
+class ReplayStore(ABC):
     """The shared part: storage, known |TD errors|, and the top-10% draw statistic."""
 
     kind = "base"
@@ -69,14 +70,17 @@ class ReplayStore:
         }
 
     # -------------------------------------------------------------- hooks
+    @abstractmethod
     def _draw(self, batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
-        raise NotImplementedError
+        """Flat indices of ``batch_size`` transitions and their importance weights (None: all 1)."""
 
     def _after_add(self, slot: int) -> None:
-        pass
+        """Hook after a slot was written (uniform replay keeps no priorities)."""
+        return
 
     def _after_update(self, indices: np.ndarray, td: np.ndarray) -> None:
-        pass
+        """Hook after new TD errors arrived (uniform replay keeps no priorities)."""
+        return
 
     # -------------------------------------------------------------- helpers
     def _valid_flat(self, k: np.ndarray, envs: np.ndarray) -> np.ndarray:
