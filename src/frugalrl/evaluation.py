@@ -95,6 +95,7 @@ def evaluate_policy(
             chunk_returns = np.zeros(n)
             chunk_lengths = np.zeros(n, dtype=np.int64)
             while not finished.all():
+                obs = obs.astype(np.float32) if obs.dtype == np.float64 else obs  # MuJoCo gives float64
                 action = policy.act(torch.as_tensor(obs, device=device), deterministic=deterministic)
                 action = action.cpu().numpy()
                 if not policy.actor_critic.discrete:

@@ -35,6 +35,11 @@ def rmt_techniques(config: ExperimentConfig) -> list[str]:
     return parts
 
 
+def _single_precision(obs: np.ndarray) -> np.ndarray:
+    """float64 observations (MuJoCo) as float32, the networks' dtype; others unchanged."""
+    return obs.astype(np.float32) if obs.dtype == np.float64 else obs
+
+
 class OffPolicyLearner(ABC):
     value_loss_key = "loss"
     controls_exploration = True  # whether the meta-controller's exploration rule applies
@@ -97,7 +102,7 @@ class OffPolicyLearner(ABC):
     # ------------------------------------------------------------------ the loop
     def start(self, seed: int) -> None:
         obs, _ = self.env.reset(seed=seed)
-        self._obs_np = obs
+        self._obs_np = _single_precision(obs)
         self.next_obs = torch.as_tensor(obs, device=self.device)
 
     def collect(self) -> None:
@@ -111,7 +116,7 @@ class OffPolicyLearner(ABC):
             self.meter.real_env_steps += self.num_envs
             self.global_step += self.num_envs
             self.replay.add(obs, actions, rewards, terminated, truncated, next_obs, info.get("final_obs"))
-            self._obs_np = next_obs
+            self._obs_np = _single_precision(next_obs)
             if "_episode" in info:
                 ended = info["_episode"]
                 self.recent_returns.extend(info["episode"]["r"][ended].tolist())

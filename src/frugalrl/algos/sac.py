@@ -212,7 +212,7 @@ class SAC(OffPolicyLearner):
     def summary_extra(self) -> dict[str, Any]:
         """Final replay statistics, temperature and hyperparameters, for summary.json."""
         lr = self.critic_optimizer.param_groups[0]["lr"]
-        alpha = float(self.log_alpha.exp())
+        alpha = float(self.log_alpha.detach().exp())
         return {**self.replay.stats(), "final_learning_rate": lr, "final_gamma": self.gamma, "final_alpha": alpha}
 
     # ------------------------------------------------------------------ state

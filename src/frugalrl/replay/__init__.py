@@ -15,9 +15,11 @@ def build_replay(
 ) -> ReplayStore:
     """The store a config asks for; stacked uint8 frames are stored one frame per transition."""
     frames = obs_space.dtype == np.uint8 and len(obs_space.shape) == 3
+    # float64 observations (MuJoCo) are kept as float32: what the networks take, half the bytes
+    obs_dtype = np.float32 if obs_space.dtype == np.float64 else obs_space.dtype
     storage = TransitionStorage(
         obs_space.shape,
-        obs_space.dtype,
+        obs_dtype,
         action_space.shape,
         action_space.dtype,
         num_envs,
