@@ -14,7 +14,13 @@ The latent variants start from the seed's encoder (``latent.encoder_from``), and
 pretraining FLOPs and wall-clock are added to each of them: the curriculum's cost includes
 its encoder. Every run is a fresh ``frugalrl train`` subprocess (MLflow off, one torch thread).
 
-    python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 --seeds 3 --steps 100000 --workers 2 --write
+With ``--transfer`` (both games), each Pong chain also runs ``configs/pong-from-breakout.yaml``
+from the same seed's Breakout encoder, frozen and fine-tuned on Pong frames, beside Pong's own
+encoder (the ``stages`` row, same curriculum): the transfer table gives Pong's first training
+score, real steps to ``--transfer-threshold`` and the final evaluation.
+
+    python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 ALE/Pong-v5 --seeds 3 --steps 50000 \
+        --workers 1 --transfer --write
 """
 
 from __future__ import annotations
@@ -46,7 +52,29 @@ DESCRIPTIONS = {
     "stages": "latent, seed's 3 stages",
     "adaptive": "latent, adaptive schedule",
 }
+TRANSFER = {"from_frozen": "Breakout encoder, frozen", "from_finetune": "Breakout encoder, fine-tuned on Pong"}
 _lock = threading.Lock()
+_encoders: dict[int, tuple[threading.Event, list[Path]]] = {}
+
+
+def _encoder_slot(seed: int) -> tuple[threading.Event, list[Path]]:
+    with _lock:
+        return _encoders.setdefault(seed, (threading.Event(), []))
+
+
+def learning_curve(run_dir: Path, threshold: float) -> tuple[float | None, int | None]:
+    """(first training-episode score, real steps when the running score first reached threshold)."""
+    first, reached = None, None
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        score = record.get("episode_return")
+        if score is None or record.get("source") == "virtual":
+            continue
+        step = record.get("real_step", record.get("step"))
+        first = score if first is None else first
+        if reached is None and score >= threshold:
+            reached = step
+    return first, reached
 
 
 def _run(args: list[str], cwd: Path) -> None:
@@ -70,9 +98,14 @@ def run_chain(game: str, seed: int, args: argparse.Namespace, results: list, wor
         ["pretrain", "encoder", "-c", str(latent_config), "-o", str(encoder_dir), "--no-probe", *_sets(pretrain)], root
     )
     encoder = json.loads((encoder_dir / "summary.json").read_text())
+    if game == "ALE/Breakout-v5":
+        ready, paths = _encoder_slot(seed)
+        paths.append(encoder_dir)
+        ready.set()
 
     def record(variant: str, run_dir: Path, pretrain: dict | None) -> None:
         summary = json.loads((run_dir / "summary.json").read_text())
+        first, reached = learning_curve(run_dir, args.transfer_threshold)
         row = {
             "game": game,
             "seed": seed,
@@ -83,6 +116,8 @@ def run_chain(game: str, seed: int, args: argparse.Namespace, results: list, wor
             "train_flops": summary["train_flops"] + (pretrain["train_flops"] if pretrain else 0.0),
             "pretrain_flops": pretrain["train_flops"] if pretrain else 0.0,
             "train_s": summary["wall_s"] - summary["eval_s"] + (pretrain["wall_s"] if pretrain else 0.0),
+            "first_score": first,
+            "steps_to_threshold": reached,
         }
         with _lock:
             results.append(row)
@@ -107,6 +142,17 @@ def run_chain(game: str, seed: int, args: argparse.Namespace, results: list, wor
         sets = _sets([*common, f"total_real_steps={args.steps}", f"latent.encoder_from={encoder_dir}", *extra])
         _run(["train", str(latent_config), "--out", str(run_dir), *sets], root)
         record(variant, run_dir, encoder)
+    if args.transfer and game == "ALE/Pong-v5":
+        ready, paths = _encoder_slot(seed)
+        ready.wait()  # the Breakout chain of the same seed pretrains it
+        breakout = json.loads((paths[0] / "summary.json").read_text())
+        for variant, mode in (("from_frozen", "frozen"), ("from_finetune", "finetune")):
+            run_dir = root / variant
+            sets = _sets([*common, f"total_real_steps={args.steps}", f"latent.encoder_from={paths[0]}",
+                          f"latent.encoder_mode={mode}"])  # fmt: skip
+            _run(["train", str(_report.REPO_ROOT / "configs" / "pong-from-breakout.yaml"), "--out", str(run_dir),
+                  *sets], root)  # fmt: skip
+            record(variant, run_dir, breakout)
 
 
 def report(results: list[dict], command: str, load_start: str, load_end: str, args: argparse.Namespace) -> str:
@@ -151,6 +197,27 @@ def report(results: list[dict], command: str, load_start: str, load_end: str, ar
             )
         header = ["variant", "seeds", "eval return", "real steps", "virtual steps", "FLOPs / pixel", "time / pixel"]
         parts.append(f"**{game}**\n\n" + _report.markdown_table(header, table))
+    pong = [r for r in results if r["game"] == "ALE/Pong-v5"]
+    transfer = [r for r in pong if r["variant"] in TRANSFER or r["variant"] == "stages"]
+    if any(r["variant"] in TRANSFER for r in transfer):
+        table = []
+        for variant, label in [("stages", "Pong's own encoder (scratch)"), *TRANSFER.items()]:
+            mine = [r for r in transfer if r["variant"] == variant]
+            if not mine:
+                continue
+            firsts = [r["first_score"] for r in mine if r["first_score"] is not None]
+            reached = [r["steps_to_threshold"] for r in mine if r["steps_to_threshold"] is not None]
+            table.append([
+                label, len(mine),
+                _report.fmt_mmm(firsts, "{:.1f}") if firsts else "-",
+                f"{len(reached)}/{len(mine)}" + (f", median {statistics.median(reached):,.0f}" if reached else ""),
+                _report.fmt_mmm([r["eval_mean"] for r in mine], "{:.1f}"),
+                f"{statistics.median(r['train_flops'] for r in mine) / 1e12:.1f}",
+            ])  # fmt: skip
+        header = ["Pong encoder", "seeds", "first training score", f"runs reaching {args.transfer_threshold:g}",
+                  "eval return", "TFLOPs (encoder incl.)"]  # fmt: skip
+        parts.append("**Transfer: Breakout encoder -> Pong** (same curriculum and real-step budget)\n\n"
+                     + _report.markdown_table(header, table))  # fmt: skip
     return "\n\n".join(parts)
 
 
@@ -164,6 +231,8 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--pretrain-updates", type=int, default=3000, help="encoder updates per seed")
     parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per seed")
+    parser.add_argument("--transfer", action="store_true", help="Pong from the Breakout encoder too")
+    parser.add_argument("--transfer-threshold", type=float, default=-20.0, help="Pong training score to reach")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "latent_vs_pixel.json")
     parser.add_argument("--report-only", action="store_true")
