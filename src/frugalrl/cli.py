@@ -24,9 +24,11 @@ app = typer.Typer(
 config_app = typer.Typer(no_args_is_help=True, help="Experiment configs.")
 pretrain_app = typer.Typer(no_args_is_help=True, help="Pretraining steps: importance evaluator, frame encoder.")
 pipeline_app = typer.Typer(no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
+peft_app = typer.Typer(no_args_is_help=True, help="Parameter-efficient fine-tuning: compare methods, apply adapters.")
 app.add_typer(config_app, name="config")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(pretrain_app, name="pretrain")
+app.add_typer(peft_app, name="peft")
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a config value: --set ppo.learning_rate=3e-4")
@@ -110,6 +112,38 @@ def pretrain_encoder_command(
     if summary.get("registered_model"):
         typer.echo(f"registered {summary['registered_model']} version {summary['registered_version']}")
     typer.echo(f"encoder: {out / 'encoder.pt'}")
+
+
+@peft_app.command("compare")
+def peft_compare_command(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML with a peft section.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the table, plot, adapters, summary.")],
+    workers: Annotated[int, typer.Option(min=1, help="Fine-tuning runs in parallel (one process each).")] = 1,
+    overrides: SetOption = None,
+) -> None:
+    """Fine-tune the source policy on every target with every method; write the comparison table."""
+    from frugalrl.config import load_config
+    from frugalrl.peft.compare import compare
+
+    summary = compare(load_config(config, overrides or []), out, workers)
+    typer.echo((out / "peft_table.md").read_text())
+    typer.echo(f"best parameter-efficient method: {summary['best_method']}; table: {out / 'peft_table.csv'}")
+
+
+@peft_app.command("apply")
+def peft_apply_command(
+    base: Annotated[str, typer.Argument(help="The base SAC policy: run directory or models:/NAME@ALIAS.")],
+    adapter: Annotated[str, typer.Argument(help="adapter.pt, its directory, or an MLflow artifact URI (runs:/...).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the adapted policy.pt.")],
+) -> None:
+    """Load an adapter onto its base policy; writes OUT/policy.pt (loadable by evaluate)."""
+    from frugalrl.peft.store import apply_adapter
+    from frugalrl.policy_store import save_policy
+
+    policy, config = apply_adapter(base, adapter)
+    out.mkdir(parents=True, exist_ok=True)
+    save_policy(out / "policy.pt", policy, config)
+    typer.echo(f"{config.policy.adapter.method} adapter applied: {out / 'policy.pt'}")
 
 
 def _latent_config(encoder: str, env_id: str) -> tuple:  # noqa: ANN202 - (LatentModels, ExperimentConfig)

@@ -35,6 +35,18 @@ class AtariConfig(_Strict):
     max_episode_steps: int = Field(108_000, ge=1)
 
 
+class DynamicsConfig(_Strict):
+    """Changed physics for a MuJoCo task (the PEFT targets): scales on the compiled model."""
+
+    mass_scale: float = Field(1.0, gt=0, description="every body's mass times this")
+    friction_scale: float = Field(1.0, gt=0, description="every geom's sliding friction times this")
+    gravity: tuple[float, float, float] | None = Field(None, description="replaces the model's gravity vector")
+
+    @property
+    def changed(self) -> bool:
+        return self.mass_scale != 1.0 or self.friction_scale != 1.0 or self.gravity is not None
+
+
 class EnvConfig(_Strict):
     """Which environment, how many copies, and which wrappers."""
 
@@ -47,6 +59,7 @@ class EnvConfig(_Strict):
     clip_reward: float | None = Field(None, gt=0)
     frame_stack: int = Field(1, ge=1, le=16)
     atari: AtariConfig = Field(default_factory=AtariConfig)
+    dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
 
     @field_validator("id")
     @classmethod
@@ -55,6 +68,22 @@ class EnvConfig(_Strict):
 
         if not validate_env_id(value):
             raise ValueError(f"not a registered environment; allowed: {known_env_ids()}")
+        return value
+
+
+class AdapterSpec(_Strict):
+    """One parameter-efficient fine-tuning method with its options (``frugalrl.peft.METHODS``)."""
+
+    method: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, value: str) -> str:
+        from frugalrl.peft.methods import METHODS
+
+        if value not in METHODS:
+            raise ValueError(f"unknown PEFT method {value!r}; allowed: {sorted(METHODS)}")
         return value
 
 
@@ -69,6 +98,7 @@ class PolicyConfig(_Strict):
     block: Literal["plain", "fractal"] = Field(
         "plain", description="fractal: the RMT seed's x + x1 + x2 residual blocks (MLP: after the first layer)"
     )
+    adapter: AdapterSpec | None = Field(None, description="a PEFT adapter on the network (set by `peft apply`)")
 
     @model_validator(mode="after")
     def _fractal_widths(self) -> PolicyConfig:
@@ -375,6 +405,49 @@ class TrackingConfig(_Strict):
     log_model: bool = True
 
 
+class PeftTarget(_Strict):
+    """A changed task to transfer the source policy to: new physics, or a sibling env id."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    env_id: str | None = Field(None, description="a sibling task; default: the source's env")
+    dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
+
+
+class PeftConfig(_Strict):
+    """``frugalrl peft compare``: fine-tune a source policy on each target with each method."""
+
+    source: str | None = Field(
+        None, description="a run directory or models:/NAME@ALIAS of a SAC run; none: train one with this config"
+    )
+    min_source_return: float | None = Field(
+        None,
+        description="refuse a source policy whose evaluation is below this (fine-tuning a weak one compares nothing)",
+    )
+    targets: list[PeftTarget] = Field(default_factory=list, min_length=1)
+    methods: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {"full": {}, "lora": {}, "bitfit": {}},
+        description="method name -> options overriding the registry's defaults",
+    )
+    seeds: int = Field(3, ge=1)
+    steps: int = Field(20_000, ge=1, description="env steps of fine-tuning per method, target and seed")
+    warmup_steps: int = Field(1_000, ge=0, description="steps collected by the source policy before updates")
+    learning_rate: float = Field(3e-4, gt=0)
+    adapt_critic: bool = Field(True, description="the method adapts the critics too (else they train fully)")
+    eval_episodes: int = Field(5, ge=1)
+
+    @field_validator("methods")
+    @classmethod
+    def _known_methods(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from frugalrl.peft.methods import METHODS
+
+        unknown = sorted(set(value) - set(METHODS))
+        if unknown:
+            raise ValueError(f"unknown PEFT method(s) {unknown}; allowed: {sorted(METHODS)}")
+        if not value:
+            raise ValueError(f"name at least one method; allowed: {sorted(METHODS)}")
+        return value
+
+
 class ExperimentConfig(_Strict):
     """The root of every experiment file."""
 
@@ -394,6 +467,7 @@ class ExperimentConfig(_Strict):
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     pivot: PivotConfig = Field(default_factory=PivotConfig)
     latent: LatentConfig = Field(default_factory=LatentConfig)
+    peft: PeftConfig | None = Field(None, description="the PEFT comparison (`frugalrl peft compare`)")
     total_real_steps: int | None = Field(
         None, ge=1, description="real env-step budget; when set it is the value of ppo.total_timesteps"
     )

@@ -53,6 +53,11 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
         from frugalrl.algos.sac import build_sac_actor
 
         network = build_sac_actor(obs_space, act_space, config)
+        if config.policy.adapter is not None:  # a fine-tuned policy: rebuild its adapter, then load
+            from frugalrl.peft.methods import adapt
+            from frugalrl.peft.store import adapter_heads
+
+            adapt(network, config.policy.adapter.method, config.policy.adapter.options, adapter_heads(config))
     else:
         network = build_actor_critic(obs_space, act_space, config.policy)
     policy = ExportedPolicy(

@@ -13,7 +13,8 @@ from functools import partial
 
 import gymnasium as gym
 
-from frugalrl.config import EnvConfig
+from frugalrl.config import DynamicsConfig, EnvConfig
+from frugalrl.envs.dynamics import apply_dynamics
 from frugalrl.envs.registry import ale_game_name, is_atari, validate_env_id
 from frugalrl.envs.vector import FastSyncVectorEnv
 from frugalrl.envs.wrappers import (
@@ -26,9 +27,10 @@ from frugalrl.envs.wrappers import (
 from frugalrl.errors import EnvError
 
 
-def _make_single(env_id: str, kwargs: dict) -> gym.Env:
+def _make_single(env_id: str, kwargs: dict, dynamics: DynamicsConfig | None = None) -> gym.Env:
     try:
-        return gym.make(env_id, disable_env_checker=True, **kwargs)
+        env = gym.make(env_id, disable_env_checker=True, **kwargs)
+        return apply_dynamics(env, dynamics, env_id) if dynamics is not None else env
     except gym.error.DependencyNotInstalled as exc:
         raise EnvError(f"env {env_id}: {exc}; install the extra with `pip install -e .`") from None
     except TypeError as exc:
@@ -85,9 +87,11 @@ def make_vec_env(
         raise EnvError(f"env {config.id!r} is not registered with gymnasium")
     n = num_envs or config.num_envs
     if is_atari(config.id):
+        if config.dynamics.changed:
+            raise EnvError(f"env {config.id}: env.dynamics changes MuJoCo physics, not Atari; remove it")
         env: gym.vector.VectorEnv = make_atari_vector_env(config, n)
     else:
-        env = FastSyncVectorEnv([partial(_make_single, config.id, dict(config.kwargs))] * n)
+        env = FastSyncVectorEnv([partial(_make_single, config.id, dict(config.kwargs), config.dynamics)] * n)
     env = EpisodeStatistics(env)
     if config.frame_stack > 1 and not is_atari(config.id):
         env = FrameStack(env, config.frame_stack)

@@ -1,0 +1,287 @@
+"""``frugalrl peft compare``: every method x every target x every seed, one table.
+
+For each target task and method the source SAC run is fine-tuned with the same seeds and
+env-step budget (``finetune``). The table gives, per target and method (medians over seeds):
+the target return, that return as % of full fine-tuning's, training FLOPs and wall-clock
+as % of full fine-tuning's, the trainable share of the policy, and forgetting (the return
+on the source task after fine-tuning, against the source policy's before). Files in DIR:
+
+    source/            the source run, when the config names none and the step trains it
+    peft_runs.csv      one row per fine-tuning run (written as runs finish: nothing is lost)
+    peft_table.csv     the aggregated table; peft_table.md the same in Markdown
+    peft_plot.png      return % vs cost %, one point per method and target
+    adapters/TARGET/METHOD/adapter.pt   each method's adapter (seed 1), for `frugalrl peft apply`
+    best/policy.pt     the best parameter-efficient method's adapted policy (first target)
+    summary.json       the table, the source's return, the best method
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from frugalrl.checkpoint import atomic_write_bytes
+from frugalrl.config import ExperimentConfig
+from frugalrl.errors import ConfigError
+from frugalrl.evaluation import evaluate_policy
+from frugalrl.peft.finetune import ACTOR_HEADS, CRITIC_HEADS, exported, finetune, target_env
+from frugalrl.peft.methods import adapt
+from frugalrl.peft.source import SourceMissing, SourceRun, load_source
+from frugalrl.peft.store import ADAPTER_FILE, save_adapter
+
+RUN_FIELDS = ["target", "method", "seed", "eval_mean", "source_eval_mean", "trainable", "trainable_share",
+              "critic_trainable", "train_flops", "train_s", "env_steps"]  # fmt: skip
+TABLE_FIELDS = ["target", "method", "seeds", "eval_mean", "return_pct_of_full", "flops_pct_of_full",
+                "time_pct_of_full", "trainable", "trainable_pct", "source_return_after", "forgetting_pct"]  # fmt: skip
+
+
+def check_methods(source: SourceRun, config: ExperimentConfig) -> None:
+    """Build every method on copies of the source networks first: a bad option fails before any training."""
+    import gymnasium as gym
+
+    from frugalrl.algos.sac import TwinCritic, build_sac_actor
+    from frugalrl.envs.factory import make_vec_env
+
+    for target in config.peft.targets:
+        env = make_vec_env(target_env(source.config, target).model_copy(update={"num_envs": 1}), training=False)
+        obs_space, action_space = env.single_observation_space, env.single_action_space
+        env.close()
+        if not isinstance(action_space, gym.spaces.Box):
+            raise ConfigError(f"peft target {target.name}: the PEFT comparison needs continuous actions (SAC)")
+        actor = build_sac_actor(obs_space, action_space, source.config)
+        shapes = {k: tuple(v.shape) for k, v in actor.state_dict().items()}
+        wanted = {k: tuple(v.shape) for k, v in source.agent_state["policy"].items()}
+        if shapes != wanted:
+            raise ConfigError(
+                f"peft target {target.name}: its observation/action sizes do not fit the source policy; "
+                "pick a sibling task with the same sizes"
+            )
+        hidden, obs_dim = source.config.policy.hidden, obs_space.shape[0]
+        for method, options in config.peft.methods.items():
+            adapt(build_sac_actor(obs_space, action_space, source.config), method, options, ACTOR_HEADS)
+            if config.peft.adapt_critic:
+                adapt(TwinCritic(obs_dim, action_space.shape[0], hidden), method, options, CRITIC_HEADS)
+
+
+def _job(source_uri: str, config_dict: dict[str, Any], method: str, target_name: str, seed: int, out: str) -> dict:
+    """One fine-tuning run in a worker process; writes its adapter, returns its row."""
+    from frugalrl.config import validate_config
+
+    config = validate_config(config_dict)
+    torch.set_num_threads(max(config.threads, 1))
+    source = load_source(source_uri)
+    target = next(t for t in config.peft.targets if t.name == target_name)
+    result = finetune(source, config.peft, method, config.peft.methods[method], target, seed)
+    where = Path(out) / "adapters" / target_name / method / f"seed{seed}"
+    where.mkdir(parents=True, exist_ok=True)
+    save_adapter(where / ADAPTER_FILE, method, result.adaptation.options, result.adapter_state)
+    return result.row()
+
+
+def _median(rows: list[dict], key: str) -> float:
+    return float(statistics.median(r[key] for r in rows))
+
+
+def aggregate(rows: list[dict], source_return: float) -> list[dict[str, Any]]:
+    """Per target and method: medians over seeds, ratios against full fine-tuning's medians."""
+    table = []
+    for target in dict.fromkeys(r["target"] for r in rows):
+        mine = [r for r in rows if r["target"] == target]
+        full = [r for r in mine if r["method"] == "full"]
+        for method in dict.fromkeys(r["method"] for r in mine):
+            runs = [r for r in mine if r["method"] == method]
+            eval_mean, after = _median(runs, "eval_mean"), _median(runs, "source_eval_mean")
+            ref = {k: _median(full, k) for k in ("eval_mean", "train_flops", "train_s")} if full else {}
+
+            def pct(key: str, value: float, ref: dict = ref) -> float | None:
+                return 100 * value / ref[key] if ref.get(key, 0) > 0 else None
+
+            table.append({
+                "target": target, "method": method, "seeds": len(runs), "eval_mean": eval_mean,
+                "return_pct_of_full": pct("eval_mean", eval_mean),
+                "flops_pct_of_full": pct("train_flops", _median(runs, "train_flops")),
+                "time_pct_of_full": pct("train_s", _median(runs, "train_s")),
+                "trainable": int(runs[0]["trainable"]), "trainable_pct": 100 * runs[0]["trainable_share"],
+                "source_return_after": after,
+                "forgetting_pct": 100 * (source_return - after) / abs(source_return) if source_return else None,
+            })  # fmt: skip
+    return table
+
+
+def _fmt(value: Any, spec: str = "{:.1f}") -> str:
+    return "-" if value is None else spec.format(value)
+
+
+def markdown(table: list[dict], source_return: float, steps: int) -> str:
+    lines = [
+        f"source policy return {source_return:.1f}; {steps:,} env steps of fine-tuning per run; medians over seeds",
+        "",
+        "| target | method | seeds | return | % of full | FLOPs % of full | time % of full | trainable "
+        "| trainable % | source return after | forgetting % |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in table:
+        lines.append(
+            f"| {r['target']} | {r['method']} | {r['seeds']} | {r['eval_mean']:.1f} | {_fmt(r['return_pct_of_full'])} "
+            f"| {_fmt(r['flops_pct_of_full'])} | {_fmt(r['time_pct_of_full'])} | {r['trainable']:,} "
+            f"| {r['trainable_pct']:.2f} | {r['source_return_after']:.1f} | {_fmt(r['forgetting_pct'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(table: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5))
+    markers = "osD^v<>"
+    for i, target in enumerate(dict.fromkeys(r["target"] for r in table)):
+        rows = [r for r in table if r["target"] == target and r["return_pct_of_full"] is not None]
+        rows = [r for r in rows if r["flops_pct_of_full"] is not None]
+        ax.scatter([r["flops_pct_of_full"] for r in rows], [r["return_pct_of_full"] for r in rows],
+                   marker=markers[i % len(markers)], label=target)  # fmt: skip
+        for r in rows:
+            ax.annotate(r["method"], (r["flops_pct_of_full"], r["return_pct_of_full"]), fontsize=7)
+    ax.set_xlabel("training FLOPs, % of full fine-tuning")
+    ax.set_ylabel("target return, % of full fine-tuning")
+    ax.set_title("PEFT methods: return vs cost")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_bytes(path, buffer.getvalue().encode())
+
+
+def best_method(table: list[dict]) -> str | None:
+    """The parameter-efficient method with the highest median target return, averaged over targets."""
+    scores: dict[str, list[float]] = {}
+    for r in table:
+        if r["method"] != "full":
+            scores.setdefault(r["method"], []).append(r["eval_mean"])
+    return max(scores, key=lambda m: statistics.mean(scores[m])) if scores else None
+
+
+def compare(config: ExperimentConfig, out: Path, workers: int = 1) -> dict[str, Any]:
+    """Run the comparison a config's ``peft`` section describes; write DIR; return the summary."""
+    from frugalrl.train import start_run_dir, train, write_json
+
+    peft = config.peft
+    if peft is None:
+        raise ConfigError("this config has no peft section; see configs/peft-quick.yaml")
+    out = Path(out)
+    if (out / "peft_runs.csv").exists():
+        raise ConfigError(f"{out} already holds a PEFT comparison; pick a new --out")
+    start_run_dir(config, out)
+    source_uri, source = peft.source, None
+    if source_uri is not None:
+        try:
+            source = load_source(source_uri)
+        except SourceMissing as exc:  # not registered yet: train it, as when no source is named
+            print(f"{exc}; training the source policy with this config", flush=True)
+    if source is None:
+        train(config.model_copy(update={"peft": None}), out / "source")
+        source_uri = str(out / "source")
+        source = load_source(source_uri)
+    check_methods(source, config)
+    before = evaluate_policy(
+        exported(_source_actor(source), source.config, source.config.env), source.config.env, peft.eval_episodes,
+        seed=10_000,
+    )  # fmt: skip
+    if peft.min_source_return is not None and before.mean < peft.min_source_return:
+        raise ConfigError(
+            f"source policy {source_uri} returns {before.mean:.1f} < peft.min_source_return {peft.min_source_return}; "
+            "train it longer (fine-tuning a weak policy compares nothing)"
+        )
+    jobs = [(m, t.name, s) for t in peft.targets for m in peft.methods for s in range(1, peft.seeds + 1)]
+    rows: list[dict] = []
+    args = (source_uri, config.to_dict())
+    with ProcessPoolExecutor(max(1, workers), mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(_job, *args, m, t, s, str(out)) for m, t, s in jobs]
+        for (method, target, seed), future in zip(jobs, futures, strict=True):
+            rows.append(future.result())
+            _write_csv(out / "peft_runs.csv", rows, RUN_FIELDS)
+            r = rows[-1]
+            print(f"{target:<16} {method:<10} seed {seed}  return {r['eval_mean']:8.1f}  "
+                  f"trainable {r['trainable_share']:6.2%}  s {r['train_s']:6.1f}", flush=True)  # fmt: skip
+    table = aggregate(rows, before.mean)
+    _write_csv(out / "peft_table.csv", table, TABLE_FIELDS)
+    atomic_write_bytes(out / "peft_table.md", markdown(table, before.mean, peft.steps).encode())
+    plot(table, out / "peft_plot.png")
+    best = best_method(table)
+    if best is not None:
+        _export_best(source_uri, out, best, peft.targets[0].name)
+    summary = {
+        "source": source_uri,
+        "source_return": before.mean,
+        "steps": peft.steps,
+        "seeds": peft.seeds,
+        "methods": list(peft.methods),
+        "targets": [t.name for t in peft.targets],
+        "best_method": best,
+        "best_policy": str(out / "best") if best else None,
+        "table": table,
+    }
+    if config.tracking.enabled:
+        summary["mlflow_run_id"] = _log(config, out, table, summary)
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def _source_actor(source: SourceRun) -> torch.nn.Module:
+    from frugalrl.algos.sac import build_sac_actor
+    from frugalrl.envs.factory import make_vec_env
+
+    env = make_vec_env(source.config.env.model_copy(update={"num_envs": 1}), training=False)
+    actor = build_sac_actor(env.single_observation_space, env.single_action_space, source.config)
+    env.close()
+    actor.load_state_dict(source.agent_state["policy"])
+    return actor.eval()
+
+
+def _export_best(source_uri: str, out: Path, method: str, target: str) -> None:
+    """best/policy.pt: the base policy with the best method's seed-1 adapter for the first target."""
+    from frugalrl.peft.store import apply_adapter
+    from frugalrl.policy_store import save_policy
+
+    policy, config = apply_adapter(source_uri, str(out / "adapters" / target / method / "seed1" / ADAPTER_FILE))
+    (out / "best").mkdir(exist_ok=True)
+    save_policy(out / "best" / "policy.pt", policy, config)
+
+
+def _log(config: ExperimentConfig, out: Path, table: list[dict], summary: dict) -> str:
+    """One MLflow run: each method's figures as metrics, the table, plot and every adapter as artifacts."""
+    import mlflow
+
+    from frugalrl.tracking import RunTracker
+
+    with RunTracker(config, run_name=f"{config.name}-peft-compare") as tracker:
+        for r in table:
+            prefix = f"{r['target']}.{r['method']}"
+            keys = ("eval_mean", "return_pct_of_full", "flops_pct_of_full", "trainable_pct", "forgetting_pct")
+            tracker.log_metrics({f"{prefix}.{k}": r[k] for k in keys if r[k] is not None}, step=0)
+        tracker.log_metrics({"source_return": summary["source_return"]}, step=0)
+        mlflow.set_tag("frugalrl.peft.best_method", str(summary["best_method"]))
+        for name in ("peft_table.csv", "peft_runs.csv", "peft_table.md", "peft_plot.png", "config.yaml"):
+            tracker.log_artifact(out / name, artifact_path="peft")
+        mlflow.log_artifacts(str(out / "adapters"), artifact_path="adapters")
+        if (out / "best" / "policy.pt").exists():
+            tracker.log_artifact(out / "best" / "policy.pt", artifact_path="best")
+        return tracker.run_id

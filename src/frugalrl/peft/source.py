@@ -1,0 +1,82 @@
+"""The pretrained policy a PEFT comparison starts from: a SAC run's actor, critics and temperature.
+
+Fine-tuning needs more than the exported policy: starting the critics from scratch would
+first unlearn the policy. So the source is a SAC *run*: its ``checkpoint.pt`` (learner state)
+and ``config.yaml``, from a run directory or from the MLflow run behind a registered model
+(``models:/halfcheetah-policy@champion``: the run's ``run/`` artifacts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frugalrl.checkpoint import load_checkpoint
+from frugalrl.config import ExperimentConfig, load_config
+from frugalrl.errors import ConfigError, TrackingError
+
+
+class SourceMissing(TrackingError):
+    """The registry answers, and has no such model (the comparison may train one)."""
+
+
+@dataclass
+class SourceRun:
+    """A finished SAC run: its config and the learner state of its last checkpoint."""
+
+    config: ExperimentConfig
+    agent_state: dict[str, Any]
+    where: str
+    eval_mean: float | None = None
+
+
+def run_directory(uri: str) -> Path:
+    """A local directory holding a run's files (config.yaml, checkpoint.pt, policy.pt): the path itself,
+    or the ``run/`` artifacts of the MLflow run behind ``models:/NAME@ALIAS``, ``models:/NAME/VERSION``
+    or ``runs:/RUN_ID``."""
+    if not uri.startswith(("models:/", "runs:/")):
+        return Path(uri)
+    import mlflow.artifacts
+
+    from frugalrl.tracking import registry_client
+
+    client = registry_client()  # an unreachable server fails here, with its own message
+    try:
+        if uri.startswith("models:/"):
+            name_ref = uri.removeprefix("models:/")
+            if "@" in name_ref:
+                name, alias = name_ref.split("@", 1)
+                run_id = client.get_model_version_by_alias(name, alias).run_id
+            else:
+                name, version = name_ref.rsplit("/", 1)
+                run_id = client.get_model_version(name, version).run_id
+        else:
+            run_id = uri.removeprefix("runs:/").split("/")[0]
+    except Exception as exc:
+        raise SourceMissing(f"{uri} is not in the MLflow registry ({str(exc).splitlines()[0][:120]})") from None
+    try:
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=f"runs:/{run_id}/run"))
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:160]
+        raise TrackingError(
+            f"cannot fetch the source run behind {uri} ({reason}); check the name and alias, "
+            "or pass the run directory as peft.source"
+        ) from None
+
+
+def load_source(uri: str) -> SourceRun:
+    """Load a SAC source run from a directory or an MLflow model/run URI."""
+    directory = run_directory(uri)
+    if not (directory / "config.yaml").is_file():
+        raise ConfigError(f"peft.source {uri}: no config.yaml in {directory}; pass a frugalrl SAC run directory")
+    config = load_config(directory / "config.yaml")
+    if config.algo != "sac":
+        raise ConfigError(f"peft.source {uri} is a {config.algo} run; the PEFT comparison fine-tunes SAC runs")
+    state = load_checkpoint(directory / "checkpoint.pt")["agent"]
+    eval_mean = None
+    if (directory / "summary.json").is_file():
+        import json
+
+        eval_mean = json.loads((directory / "summary.json").read_text()).get("eval_mean")
+    return SourceRun(config, state, str(uri), eval_mean)

@@ -1,0 +1,99 @@
+"""Adapter files: the trained tensors of one method, loadable onto the base policy later.
+
+``adapter.pt`` holds the method, its options and the trainable tensors of the adapted actor
+(for LoRA: the low-rank pairs and the heads). ``apply_adapter`` rebuilds the base policy,
+adapts it the same way and loads the tensors, which gives the fine-tuned policy's outputs
+exactly. The result saves as a normal ``policy.pt`` whose config names the adapter
+(``policy.adapter``), so every loader rebuilds it.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from frugalrl.checkpoint import atomic_write_bytes, load_artifact
+from frugalrl.config import AdapterSpec, ExperimentConfig
+from frugalrl.errors import CheckpointError, TrackingError
+from frugalrl.nets.policy import ExportedPolicy
+
+ADAPTER_FORMAT = "frugalrl-adapter-1"
+ADAPTER_FILE = "adapter.pt"
+
+
+def save_adapter(path: Path, method: str, options: dict[str, Any], state: dict[str, torch.Tensor]) -> None:
+    buffer = io.BytesIO()
+    torch.save({"format": ADAPTER_FORMAT, "method": method, "options": options, "state": state}, buffer)
+    atomic_write_bytes(Path(path), buffer.getvalue())
+
+
+def _local(uri: str) -> Path:
+    if not uri.startswith(("runs:/", "models:/", "mlflow-artifacts:")):
+        return Path(uri)
+    import mlflow
+    import mlflow.artifacts
+
+    from frugalrl.tracking import check_tracking
+
+    mlflow.set_tracking_uri(check_tracking())
+    try:
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:160]
+        raise TrackingError(f"cannot fetch adapter {uri} from MLflow ({reason}); check the run id and path") from None
+
+
+def load_adapter(uri: str) -> dict[str, Any]:
+    """An adapter file (a path, its directory, or an MLflow artifact URI)."""
+    return load_artifact(
+        _local(uri),
+        ADAPTER_FILE,
+        ADAPTER_FORMAT,
+        "adapter file",
+        "pass an adapter.pt written by `frugalrl peft compare`",
+    )
+
+
+def apply_adapter(base_uri: str, adapter_uri: str) -> tuple[ExportedPolicy, ExperimentConfig]:
+    """The base policy (a run directory, policy.pt or MLflow URI of a SAC run) with the adapter loaded."""
+    from frugalrl.peft.source import run_directory
+    from frugalrl.policy_store import load_policy_file
+
+    blob = load_adapter(adapter_uri)
+    policy, config = load_policy_file(run_directory(base_uri))
+    if config.policy.adapter is not None:
+        raise CheckpointError(
+            f"{base_uri} already carries a {config.policy.adapter.method} adapter; pass the base policy"
+        )
+    spec = AdapterSpec(method=blob["method"], options=blob["options"])
+    config = config.model_copy(update={"policy": config.policy.model_copy(update={"adapter": spec})})
+    adapted, _ = _rebuild(policy, config)
+    missing = set(blob["state"]) - set(adapted.state_dict())
+    if missing:
+        raise CheckpointError(
+            f"adapter {adapter_uri} does not fit policy {base_uri} (unknown tensors {sorted(missing)[:3]})"
+        )
+    adapted.load_state_dict(blob["state"], strict=False)
+    return ExportedPolicy(adapted, spec=policy.spec).eval(), config
+
+
+def _rebuild(policy: ExportedPolicy, config: ExperimentConfig) -> tuple[torch.nn.Module, Any]:
+    import copy
+
+    from frugalrl.peft.methods import adapt
+
+    network = copy.deepcopy(policy.actor_critic)
+    spec = config.policy.adapter
+    return network, adapt(network, spec.method, spec.options, adapter_heads(config))
+
+
+def adapter_heads(config: ExperimentConfig) -> list[str]:
+    """The output layers the methods treat as heads, for the network ``config`` builds."""
+    if config.algo != "sac":
+        raise CheckpointError(f"PEFT adapters are built for SAC policies; this policy is {config.algo}")
+    from frugalrl.peft.finetune import ACTOR_HEADS
+
+    return ACTOR_HEADS

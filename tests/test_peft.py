@@ -1,0 +1,189 @@
+"""PEFT: every method trains exactly its parameters, adapters round-trip, bad input is a clear error."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from frugalrl.algos.sac import SquashedGaussianActor, TwinCritic
+from frugalrl.cli import main as cli_main
+from frugalrl.config import EnvConfig, load_config, validate_config
+from frugalrl.envs.factory import make_vec_env
+from frugalrl.errors import ConfigError, EnvError
+from frugalrl.peft.finetune import ACTOR_HEADS, CRITIC_HEADS
+from frugalrl.peft.methods import METHODS, adapt, trainable_state
+from frugalrl.peft.store import apply_adapter, save_adapter
+from frugalrl.policy_store import load_policy_file, save_policy
+
+from .conftest import REPO
+
+ACTION = gym.spaces.Box(-3.0, 3.0, (2,), np.float32)
+
+
+def actor() -> SquashedGaussianActor:
+    torch.manual_seed(0)
+    return SquashedGaussianActor(17, ACTION, [64, 64], (-20.0, 2.0))  # HalfCheetah's observation size
+
+
+def step(network: torch.nn.Module, x: torch.Tensor) -> None:
+    params = [p for p in network.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=1e-2)
+    optimizer.zero_grad()
+    action, logprob = network.sample(x)  # stochastic: the log-std head gets a gradient too
+    (action.pow(2).sum() + logprob.sum()).backward()
+    optimizer.step()
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_trainable_count_matches_what_changes(method):
+    """After optimiser steps, exactly the counted parameters have moved; the frozen ones have not.
+
+    Two steps: zero-initialised factors (LoRA's B, the adapters' up-projection) give their
+    partners no gradient on the first step.
+    """
+    network = actor()
+    adaptation = adapt(network, method, None, ACTOR_HEADS)
+    before = {name: t.clone() for name, t in network.state_dict().items()}
+    x = torch.randn(64, 17)
+    step(network, x)
+    step(network, x)
+    named = dict(network.named_parameters())
+    changed = {n for n, t in network.state_dict().items() if not torch.equal(t, before[n]) and n in named}
+    trainable = {n for n, p in named.items() if p.requires_grad}
+    assert changed == trainable, method
+    assert sum(named[n].numel() for n in changed) == adaptation.trainable
+    frozen_state = {n for n in before if n not in trainable}
+    assert all(torch.equal(network.state_dict()[n], before[n]) for n in frozen_state)
+    assert 0 < adaptation.trainable_share <= 1.0
+    if method != "full":
+        assert adaptation.trainable < sum(p.numel() for p in actor().parameters())
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_adapter_round_trips_onto_the_base_policy(method, tmp_path):
+    """An adapter saved from a trained copy loads onto the saved base policy to identical outputs."""
+    config = validate_config(
+        {"algo": "sac", "env": {"id": "HalfCheetah-v5", "num_envs": 1}, "policy": {"hidden": [64, 64]}}
+    )
+    env = make_vec_env(config.env, training=False)
+    from frugalrl.algos.sac import build_sac_actor
+    from frugalrl.nets.policy import ExportedPolicy
+
+    base = build_sac_actor(env.single_observation_space, env.single_action_space, config)
+    env.close()
+    spec = {"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")}
+    save_policy(tmp_path / "base" / "policy.pt", ExportedPolicy(base, spec), config)
+    tuned = copy.deepcopy(base)
+    adaptation = adapt(tuned, method, None, ACTOR_HEADS)
+    with torch.no_grad():  # stands in for training: every trainable tensor moves
+        for p in tuned.parameters():
+            if p.requires_grad:
+                p.add_(torch.randn_like(p) * 0.1)
+    save_adapter(tmp_path / "adapter.pt", method, adaptation.options, trainable_state(tuned))
+    policy, adapted_config = apply_adapter(str(tmp_path / "base"), str(tmp_path / "adapter.pt"))
+    obs = torch.randn(8, 17)
+    expected = tuned.sample(obs, deterministic=True)[0]
+    assert torch.allclose(policy.act(obs), expected, atol=1e-6)
+    assert not torch.allclose(ExportedPolicy(base, spec).act(obs), expected)
+    save_policy(tmp_path / "tuned" / "policy.pt", policy, adapted_config)  # reloads with its adapter
+    reloaded, reloaded_config = load_policy_file(tmp_path / "tuned")
+    assert reloaded_config.policy.adapter.method == method
+    assert torch.allclose(reloaded.act(obs), expected, atol=1e-6)
+
+
+def test_unknown_method_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown PEFT method.*allowed"):
+        validate_config({"algo": "sac", "peft": {"targets": [{"name": "t"}], "methods": {"lorra": {}}}})
+    with pytest.raises(ConfigError, match="unknown PEFT method"):
+        adapt(actor(), "lorra", None, ACTOR_HEADS)
+
+
+def test_rank_that_does_not_fit_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"rank 32 must be between 1 and 17.*peft.methods.lora"):
+        adapt(actor(), "lora", {"rank": 32}, ACTOR_HEADS)
+    with pytest.raises(ConfigError, match="block_size 5 must divide its 64 inputs"):
+        adapt(actor(), "oft", {"block_size": 5}, ACTOR_HEADS)
+    with pytest.raises(ConfigError, match="unknown option.*rnak"):
+        adapt(actor(), "lora", {"rnak": 4}, ACTOR_HEADS)
+
+
+def test_critic_heads_are_trainable_and_torso_is_not():
+    critic = TwinCritic(17, 2, [64, 64])
+    adapt(critic, "lora", {"rank": 2}, CRITIC_HEADS)
+    trainable = [n for n, p in critic.named_parameters() if p.requires_grad]
+    assert any(n.startswith("q1.1.") for n in trainable) and any("lora_" in n for n in trainable)
+    assert not any(n.endswith("base_layer.weight") for n in trainable)
+
+
+def test_dynamics_change_the_mujoco_model():
+    env = make_vec_env(EnvConfig(id="InvertedPendulum-v5", num_envs=1), training=False)
+    heavy = make_vec_env(
+        EnvConfig(id="InvertedPendulum-v5", num_envs=1, dynamics={"mass_scale": 1.5, "friction_scale": 0.5}),
+        training=False,
+    )
+    base_model = env.unwrapped.envs[0].unwrapped.model
+    model = heavy.unwrapped.envs[0].unwrapped.model
+    np.testing.assert_allclose(model.body_mass, base_model.body_mass * 1.5)
+    np.testing.assert_allclose(model.geom_friction[:, 0], base_model.geom_friction[:, 0] * 0.5)
+    with pytest.raises(EnvError, match="not a MuJoCo env"):
+        make_vec_env(EnvConfig(id="CartPole-v1", num_envs=1, dynamics={"mass_scale": 2.0}))
+
+
+def test_compare_writes_table_plot_adapters_and_mlflow(tmp_path, capsys):
+    """The quick config end to end (smaller still), then `peft apply` on one of its adapters."""
+    overrides = ["sac.total_timesteps=300", "sac.learning_starts=100", "sac.batch_size=32", "peft.steps=120",
+                 "peft.warmup_steps=60", "peft.eval_episodes=1", "eval.episodes=1", "tracking.enabled=true"]  # fmt: skip
+    out = tmp_path / "cmp"
+    cli_main(["peft", "compare", "-c", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(out),
+              *[a for o in overrides for a in ("--set", o)]])  # fmt: skip
+    rows = list(csv.DictReader((out / "peft_table.csv").open()))
+    assert [r["method"] for r in rows] == ["full", "lora", "bitfit"]
+    assert float(rows[0]["return_pct_of_full"]) == pytest.approx(100.0)
+    assert float(rows[2]["trainable_pct"]) < float(rows[1]["trainable_pct"]) < 100.0
+    assert (out / "peft_plot.png").stat().st_size > 1000
+    assert "| heavy-pole | lora |" in (out / "peft_table.md").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best_method"] in ("lora", "bitfit")
+    best, _ = load_policy_file(out / "best")
+    assert best.actor_critic is not None
+
+    import mlflow
+
+    run = mlflow.get_run(summary["mlflow_run_id"])
+    assert "heavy-pole.lora.return_pct_of_full" in run.data.metrics
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "adapters/heavy-pole/lora/seed1")}
+    assert "adapters/heavy-pole/lora/seed1/adapter.pt" in artifacts
+
+    adapter_uri = f"runs:/{run.info.run_id}/adapters/heavy-pole/lora/seed1/adapter.pt"
+    cli_main(["peft", "apply", str(out / "source"), adapter_uri, "--out", str(tmp_path / "applied")])
+    applied, config = load_policy_file(tmp_path / "applied")
+    assert config.policy.adapter.method == "lora"
+    with pytest.raises(SystemExit) as exc:  # a second comparison into the same directory is refused
+        cli_main(["peft", "compare", "-c", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(out)])
+    assert exc.value.code == 2
+    assert "already holds a PEFT comparison" in capsys.readouterr().err
+
+
+def test_weak_source_is_refused(tmp_path):
+    config = load_config(REPO / "configs" / "peft-quick.yaml", ["sac.total_timesteps=200", "sac.learning_starts=100",
+                         "eval.episodes=1", "peft.min_source_return=100000"])  # fmt: skip
+    from frugalrl.peft.compare import compare
+
+    with pytest.raises(ConfigError, match="train it longer"):
+        compare(config, tmp_path / "weak")
+    assert (tmp_path / "weak" / "source" / "policy.pt").exists()  # the trained source is kept
+
+
+def test_configs_validate():
+    for name in ("peft-quick.yaml", "halfcheetah-peft.yaml"):
+        config = load_config(REPO / "configs" / name)
+        assert config.peft is not None and config.algo == "sac"
+    data = yaml.safe_load((REPO / "configs" / "halfcheetah-peft.yaml").read_text())
+    assert len(data["peft"]["methods"]) == len(METHODS) == 13
