@@ -139,7 +139,8 @@ def test_dynamics_change_the_mujoco_model():
 def test_compare_writes_table_plot_adapters_and_mlflow(tmp_path, capsys):
     """The quick config end to end (smaller still), then `peft apply` on one of its adapters."""
     overrides = ["sac.total_timesteps=300", "sac.learning_starts=100", "sac.batch_size=32", "peft.steps=120",
-                 "peft.warmup_steps=60", "peft.eval_episodes=1", "eval.episodes=1", "tracking.enabled=true"]  # fmt: skip
+                 "peft.warmup_steps=60", "peft.eval_episodes=1", "eval.episodes=1",
+                 "tracking.enabled=true"]  # fmt: skip
     out = tmp_path / "cmp"
     cli_main(["peft", "compare", "-c", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(out),
               *[a for o in overrides for a in ("--set", o)]])  # fmt: skip
@@ -158,7 +159,9 @@ def test_compare_writes_table_plot_adapters_and_mlflow(tmp_path, capsys):
 
     run = mlflow.get_run(summary["mlflow_run_id"])
     assert "heavy-pole.lora.return_pct_of_full" in run.data.metrics
-    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "adapters/heavy-pole/lora/seed1")}
+    artifacts = {
+        a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "adapters/heavy-pole/lora/seed1")
+    }
     assert "adapters/heavy-pole/lora/seed1/adapter.pt" in artifacts
 
     adapter_uri = f"runs:/{run.info.run_id}/adapters/heavy-pole/lora/seed1/adapter.pt"
