@@ -10,6 +10,7 @@ from typing import Any
 from components.collect_rollouts import collect_rollouts
 from components.curriculum_train import curriculum_train
 from components.evaluate import evaluate
+from components.peft_compare import peft_compare
 from components.pretrain_encoder import pretrain_encoder
 from components.pretrain_evaluator import pretrain_evaluator
 from components.register import register
@@ -90,7 +91,29 @@ def latent_training_pipeline(
     return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
 
 
+@dsl.pipeline(
+    name="frugalrl-peft", description="Train (or reuse) a SAC source policy, compare PEFT methods on changed tasks."
+)
+def peft_pipeline(
+    config_yaml: str,
+    model_name: str,
+    overrides: list = [],  # noqa: B006 - KFP needs a literal default
+    eval_episodes: int = 20,
+    eval_seed: int = 10_000,
+) -> str:
+    trained = train(config_yaml=config_yaml, overrides=overrides, pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
+    trained.set_display_name("train source policy")
+    registered = _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
+    compared = peft_compare(config_yaml=config_yaml, overrides=overrides, base=trained.outputs["model"])
+    compared.set_display_name("compare PEFT methods")
+    adapted = evaluate(model=compared.outputs["best"], episodes=eval_episodes, seed=eval_seed)
+    adapted.set_display_name("evaluate best adapted policy")
+    return registered
+
+
 def pipeline_kind(config: ExperimentConfig) -> str:
+    if config.peft is not None:
+        return "peft"
     if config.latent.enabled:
         return "latent"
     return "pivot" if config.selection.kind == "pivot" else "plain"
@@ -98,4 +121,5 @@ def pipeline_kind(config: ExperimentConfig) -> str:
 
 def pipeline_for(kind: str) -> dsl.graph_component.GraphComponent:
     """The pipeline a config needs (``pipeline_kind``): a pretraining branch only when it is enabled."""
-    return {"latent": latent_training_pipeline, "pivot": pivot_training_pipeline}.get(kind, training_pipeline)
+    pipelines = {"latent": latent_training_pipeline, "pivot": pivot_training_pipeline, "peft": peft_pipeline}
+    return pipelines.get(kind, training_pipeline)

@@ -190,3 +190,16 @@ def test_configs_validate():
         assert config.peft is not None and config.algo == "sac"
     data = yaml.safe_load((REPO / "configs" / "halfcheetah-peft.yaml").read_text())
     assert len(data["peft"]["methods"]) == len(METHODS) == 13
+
+
+def test_peft_config_compiles_to_the_peft_pipeline(tmp_path):
+    output = tmp_path / "pipeline.yaml"
+    cli_main(["pipeline", "compile", "--config", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(output)])
+    ir = yaml.safe_load(output.read_text())
+    assert ir["pipelineInfo"]["name"] == "frugalrl-peft"
+    tasks = ir["root"]["dag"]["tasks"]
+    assert tasks["peft-compare"]["dependentTasks"] == ["train"]
+    assert tasks["evaluate-2"]["dependentTasks"] == ["peft-compare"]
+    outputs = ir["components"]["comp-peft-compare"]["outputDefinitions"]["artifacts"]
+    assert outputs["best"]["artifactType"]["schemaTitle"] == "system.Model"
+    assert outputs["table"]["artifactType"]["schemaTitle"] == "system.Markdown"

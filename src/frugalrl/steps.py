@@ -58,6 +58,14 @@ def pretrain_evaluator_step(config_yaml: str, overrides: list[str], dataset_path
     return pretrain_evaluator(config, Path(out_dir), dataset=Path(dataset_path))
 
 
+def peft_compare_step(config_yaml: str, overrides: list[str], base_run_dir: str, out_dir: str) -> dict[str, Any]:
+    """The PEFT comparison from the trained source run ``base_run_dir``; ``out_dir/best`` is the best policy."""
+    from frugalrl.peft.compare import compare
+
+    config = config_from_yaml_text(config_yaml, [*overrides, f"peft.source={base_run_dir}"], source="pipeline config")
+    return compare(config, Path(out_dir))
+
+
 def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = True) -> dict[str, Any]:
     """Evaluate the policy of a run directory over fixed seeds."""
     from frugalrl.evaluation import evaluate_policy

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from frugalrl.checkpoint import atomic_write_bytes
-from frugalrl.config import ExperimentConfig
+from frugalrl.config import ExperimentConfig, PeftTarget
 from frugalrl.errors import ConfigError
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.peft.finetune import ACTOR_HEADS, CRITIC_HEADS, exported, finetune, target_env
@@ -227,7 +227,7 @@ def compare(config: ExperimentConfig, out: Path, workers: int = 1) -> dict[str, 
     plot(table, out / "peft_plot.png")
     best = best_method(table)
     if best is not None:
-        _export_best(source_uri, out, best, peft.targets[0].name)
+        _export_best(source_uri, out, best, peft.targets[0])
     summary = {
         "source": source_uri,
         "source_return": before.mean,
@@ -256,14 +256,16 @@ def _source_actor(source: SourceRun) -> torch.nn.Module:
     return actor.eval()
 
 
-def _export_best(source_uri: str, out: Path, method: str, target: str) -> None:
+def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) -> None:
     """best/policy.pt: the base policy with the best method's seed-1 adapter for the first target."""
     from frugalrl.peft.store import apply_adapter
     from frugalrl.policy_store import save_policy
 
-    policy, config = apply_adapter(source_uri, str(out / "adapters" / target / method / "seed1" / ADAPTER_FILE))
+    policy, config = apply_adapter(source_uri, str(out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE))
+    env = target_env(config, target)  # evaluators of best/ play the task it was adapted to
+    policy.spec["env"] = env.model_dump(mode="json")
     (out / "best").mkdir(exist_ok=True)
-    save_policy(out / "best" / "policy.pt", policy, config)
+    save_policy(out / "best" / "policy.pt", policy, config.model_copy(update={"env": env}))
 
 
 def _log(config: ExperimentConfig, out: Path, table: list[dict], summary: dict) -> str:

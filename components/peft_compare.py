@@ -1,0 +1,32 @@
+"""Component ``peft_compare``: the source policy (Model) in; the method table and the best adapted policy out."""
+
+from kfp import dsl
+from kfp.dsl import Input, Markdown, Metrics, Model, Output
+
+from components import FRUGALRL_IMAGE
+
+
+@dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
+def peft_compare(
+    config_yaml: str,
+    overrides: list,
+    base: Input[Model],
+    table: Output[Markdown],
+    metrics: Output[Metrics],
+    best: Output[Model],
+):
+    """Run ``frugalrl.steps.peft_compare_step`` on the source run; ``best`` is the best method's policy."""
+    import shutil
+    from pathlib import Path
+
+    from frugalrl.steps import peft_compare_step
+
+    out = Path(table.path).parent / "peft"
+    summary = peft_compare_step(config_yaml, [str(o) for o in overrides], base.path, str(out))
+    Path(table.path).write_text((out / "peft_table.md").read_text())
+    for row in summary["table"]:
+        for key in ("eval_mean", "return_pct_of_full", "flops_pct_of_full", "trainable_pct"):
+            if row[key] is not None:
+                metrics.log_metric(f"{row['target']}.{row['method']}.{key}", float(row[key]))
+    shutil.copytree(out / "best", best.path, dirs_exist_ok=True)
+    best.metadata.update({"method": summary["best_method"] or "", "mlflow_run_id": summary.get("mlflow_run_id", "")})
