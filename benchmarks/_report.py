@@ -31,6 +31,7 @@ SECTIONS = {
     "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",
     "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
     "rmt_ablation": "## RMT parts as an ablation (DQN / SAC)",
+    "peft_methods": "## PEFT methods: transferring a HalfCheetah policy to changed dynamics",
 }
 
 LEDGER_ROWS = (

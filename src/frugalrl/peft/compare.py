@@ -38,7 +38,8 @@ from frugalrl.peft.store import ADAPTER_FILE, save_adapter
 RUN_FIELDS = ["target", "method", "seed", "eval_mean", "source_eval_mean", "trainable", "trainable_share",
               "critic_trainable", "train_flops", "train_s", "env_steps"]  # fmt: skip
 TABLE_FIELDS = ["target", "method", "seeds", "eval_mean", "return_pct_of_full", "flops_pct_of_full",
-                "time_pct_of_full", "trainable", "trainable_pct", "source_return_after", "forgetting_pct"]  # fmt: skip
+                "flops_pct_of_source_training", "time_pct_of_full", "trainable", "trainable_pct",
+                "source_return_after", "forgetting_pct"]  # fmt: skip
 
 
 def check_methods(source: SourceRun, config: ExperimentConfig) -> None:
@@ -88,8 +89,9 @@ def _median(rows: list[dict], key: str) -> float:
     return float(statistics.median(r[key] for r in rows))
 
 
-def aggregate(rows: list[dict], source_return: float) -> list[dict[str, Any]]:
-    """Per target and method: medians over seeds, ratios against full fine-tuning's medians."""
+def aggregate(rows: list[dict], source_return: float, source_flops: float | None = None) -> list[dict[str, Any]]:
+    """Per target and method: medians over seeds, ratios against full fine-tuning's medians (and the
+    FLOPs against training the source from scratch, when known)."""
     table = []
     for target in dict.fromkeys(r["target"] for r in rows):
         mine = [r for r in rows if r["target"] == target]
@@ -106,6 +108,8 @@ def aggregate(rows: list[dict], source_return: float) -> list[dict[str, Any]]:
                 "target": target, "method": method, "seeds": len(runs), "eval_mean": eval_mean,
                 "return_pct_of_full": pct("eval_mean", eval_mean),
                 "flops_pct_of_full": pct("train_flops", _median(runs, "train_flops")),
+                "flops_pct_of_source_training": 100 * _median(runs, "train_flops") / source_flops
+                if source_flops else None,
                 "time_pct_of_full": pct("train_s", _median(runs, "train_s")),
                 "trainable": int(runs[0]["trainable"]), "trainable_pct": 100 * runs[0]["trainable_share"],
                 "source_return_after": after,
@@ -122,14 +126,15 @@ def markdown(table: list[dict], source_return: float, steps: int) -> str:
     lines = [
         f"source policy return {source_return:.1f}; {steps:,} env steps of fine-tuning per run; medians over seeds",
         "",
-        "| target | method | seeds | return | % of full | FLOPs % of full | time % of full | trainable "
-        "| trainable % | source return after | forgetting % |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| target | method | seeds | return | % of full | FLOPs % of full | FLOPs % of source training "
+        "| time % of full | trainable | trainable % | source return after | forgetting % |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in table:
         lines.append(
             f"| {r['target']} | {r['method']} | {r['seeds']} | {r['eval_mean']:.1f} | {_fmt(r['return_pct_of_full'])} "
-            f"| {_fmt(r['flops_pct_of_full'])} | {_fmt(r['time_pct_of_full'])} | {r['trainable']:,} "
+            f"| {_fmt(r['flops_pct_of_full'])} | {_fmt(r['flops_pct_of_source_training'], '{:.2f}')} "
+            f"| {_fmt(r['time_pct_of_full'])} | {r['trainable']:,} "
             f"| {r['trainable_pct']:.2f} | {r['source_return_after']:.1f} | {_fmt(r['forgetting_pct'])} |"
         )
     return "\n".join(lines) + "\n"
@@ -221,7 +226,7 @@ def compare(config: ExperimentConfig, out: Path, workers: int = 1) -> dict[str, 
             r = rows[-1]
             print(f"{target:<16} {method:<10} seed {seed}  return {r['eval_mean']:8.1f}  "
                   f"trainable {r['trainable_share']:6.2%}  s {r['train_s']:6.1f}", flush=True)  # fmt: skip
-    table = aggregate(rows, before.mean)
+    table = aggregate(rows, before.mean, source.train_flops)
     _write_csv(out / "peft_table.csv", table, TABLE_FIELDS)
     atomic_write_bytes(out / "peft_table.md", markdown(table, before.mean, peft.steps).encode())
     plot(table, out / "peft_plot.png")
@@ -231,6 +236,7 @@ def compare(config: ExperimentConfig, out: Path, workers: int = 1) -> dict[str, 
     summary = {
         "source": source_uri,
         "source_return": before.mean,
+        "source_train_flops": source.train_flops,
         "steps": peft.steps,
         "seeds": peft.seeds,
         "methods": list(peft.methods),

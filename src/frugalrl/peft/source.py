@@ -29,6 +29,7 @@ class SourceRun:
     agent_state: dict[str, Any]
     where: str
     eval_mean: float | None = None
+    train_flops: float | None = None  # what training the source from scratch cost
 
 
 def run_directory(uri: str) -> Path:
@@ -74,9 +75,9 @@ def load_source(uri: str) -> SourceRun:
     if config.algo != "sac":
         raise ConfigError(f"peft.source {uri} is a {config.algo} run; the PEFT comparison fine-tunes SAC runs")
     state = load_checkpoint(directory / "checkpoint.pt")["agent"]
-    eval_mean = None
+    summary = {}
     if (directory / "summary.json").is_file():
         import json
 
-        eval_mean = json.loads((directory / "summary.json").read_text()).get("eval_mean")
-    return SourceRun(config, state, str(uri), eval_mean)
+        summary = json.loads((directory / "summary.json").read_text())
+    return SourceRun(config, state, str(uri), summary.get("eval_mean"), summary.get("train_flops"))

@@ -1,0 +1,95 @@
+"""The PEFT comparison on MuJoCo, with the seed's claimed table beside the measured one.
+
+Runs ``frugalrl peft compare`` (``configs/halfcheetah-peft.yaml`` unless told otherwise) in
+a subprocess, then renders its table for ``docs/benchmarks.md``. The seed document claims,
+for MuJoCo: LoRA 3.2% of the training cost for 98% of the final score, Adapter 2.8% / 95%,
+Prefix-tuning 4.1% / 89%, BitFit 1.9% / 82%, and LoRA best in most tasks.
+
+    python benchmarks/peft_methods.py --source /path/to/halfcheetah-sac-run --steps 3000 --workers 2 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import _report
+
+CLAIMS = {"lora": (3.2, 98.0), "adapter": (2.8, 95.0), "prefix": (4.1, 89.0), "bitfit": (1.9, 82.0)}
+
+
+def _fmt(value: str, spec: str = "{:.1f}") -> str:
+    return "-" if value in ("", "None") else spec.format(float(value))
+
+
+def report(out: Path, command: str, load_start: str, load_end: str) -> str:
+    summary = json.loads((out / "summary.json").read_text())
+    rows = list(csv.DictReader((out / "peft_table.csv").open()))
+    lines = _report.machine_lines(
+        command,
+        load_start,
+        load_end,
+        [
+            f"source: {summary['source']} (SAC, RL Zoo settings), evaluation return {summary['source_return']:.1f} "
+            "on the unchanged task",
+            f"budget: {summary['steps']:,} env steps of fine-tuning per run (the first of them collected by the "
+            f"source policy before updates), {summary['seeds']} seeds per method and target; medians over seeds",
+            "cost: training FLOPs counted with torch's FLOP counter on the adapted networks (a frozen weight "
+            "needs no weight gradient), and wall-clock of the fine-tuning loop, each as % of full fine-tuning's",
+            "FLOPs % of source training: against training the source policy from scratch (what the seed's "
+            "'% of the training cost' most plausibly means)",
+            "every method adapts the actor and the twin critics; 'trainable %' is the actor's (the deployed policy)",
+            "forgetting: the source task's return after fine-tuning against the source policy's, in %",
+        ],
+    )
+    header = ["target", "method", "return", "% of full", "FLOPs % of full", "FLOPs % of source training",
+              "time % of full", "trainable %",
+              "source return after", "forgetting %", "seed claim (cost % / score %)"]  # fmt: skip
+    table = []
+    for r in rows:
+        claim = CLAIMS.get(r["method"])
+        table.append([
+            r["target"], r["method"], _fmt(r["eval_mean"]), _fmt(r["return_pct_of_full"]),
+            _fmt(r["flops_pct_of_full"]), _fmt(r["flops_pct_of_source_training"], "{:.2f}"),
+            _fmt(r["time_pct_of_full"]), _fmt(r["trainable_pct"], "{:.2f}"),
+            _fmt(r["source_return_after"]), _fmt(r["forgetting_pct"]),
+            f"{claim[0]} / {claim[1]}" if claim else "-",
+        ])  # fmt: skip
+    return "\n".join(lines) + "\n\n" + _report.markdown_table(header, table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=str(_report.REPO_ROOT / "configs" / "halfcheetah-peft.yaml"))
+    parser.add_argument("--source", help="the source SAC run (directory or models:/ URI); default: the config's")
+    parser.add_argument("--steps", type=int, help="fine-tuning env steps per run; default: the config's")
+    parser.add_argument("--seeds", type=int)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "peft_methods")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    command = _report.command_line()
+    load_start = _report.load_average()
+    if not args.report_only:
+        sets = ["tracking.enabled=false", *args.overrides]
+        sets += [f"peft.source={args.source}"] if args.source else []
+        sets += [f"peft.steps={args.steps}"] if args.steps else []
+        sets += [f"peft.seeds={args.seeds}"] if args.seeds else []
+        cmd = [sys.executable, "-m", "frugalrl.cli", "peft", "compare", "-c", args.config, "-o", str(args.out),
+               "--workers", str(args.workers), *[a for s in sets for a in ("--set", s)]]  # fmt: skip
+        subprocess.run(cmd, check=True)
+    text = report(args.out, command, load_start, _report.load_average())
+    print(text)
+    if args.write:
+        _report.write_section("peft_methods", text)
+
+
+if __name__ == "__main__":
+    main()
