@@ -25,7 +25,12 @@ DESCRIPTION = "Train a policy, evaluate it over fixed seeds, register it in MLfl
 def _evaluate_and_register(trained: dsl.PipelineTask, model_name: str, eval_episodes: int, eval_seed: int) -> str:
     evaluated = evaluate(model=trained.outputs["model"], episodes=eval_episodes, seed=eval_seed)
     evaluated.set_display_name("evaluate over fixed seeds")
-    registered = register(model=trained.outputs["model"], eval_mean=evaluated.outputs["Output"], model_name=model_name)
+    registered = register(
+        model=trained.outputs["model"],
+        eval_returns=evaluated.outputs["eval_returns"],
+        eval_seed=eval_seed,
+        model_name=model_name,
+    )
     registered.set_display_name("register and promote")
     return registered.outputs["Output"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 from mlflow import MlflowClient
 
@@ -25,7 +27,7 @@ def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
 
 
 def test_local_pipeline_run_registers_champion(tmp_path, capsys):
-    overrides = ["ppo.total_timesteps=1024", "ppo.update_epochs=2", "eval.episodes=3", "name=pipeline-test"]
+    overrides = ["ppo.total_timesteps=1024", "ppo.update_epochs=2", "eval.episodes=5", "name=pipeline-test"]
     args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--root", str(tmp_path / "root")]
     args += [arg for o in overrides for arg in ("--set", o)]
     main(args)
@@ -38,7 +40,7 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     assert str(champion.version) == str(challenger.version) == "1"
     run = client.get_run(champion.run_id)
     assert run.data.tags["frugalrl.pipeline_run_id"] not in ("", "none")
-    assert run.data.metrics["eval_episodes"] == 3
+    assert run.data.metrics["eval_episodes"] == 5
     assert run.data.metrics["real_env_steps"] == 1024
     assert float(champion.tags["frugalrl.score"]) > 0
     assert champion.tags["frugalrl.config_hash"] == run.data.tags["frugalrl.config_hash"]
@@ -48,8 +50,10 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     capsys.readouterr()
     second = client.get_model_version("cartpole-policy", "2")
     now_champion = str(client.get_model_version_by_alias("cartpole-policy", "champion").version)
-    better = float(second.tags["frugalrl.score"]) > float(champion.tags["frugalrl.score"])
-    assert now_champion == ("2" if better else "1")
+    promoted = client.get_run(second.run_id).data.tags["frugalrl.promoted"] == "true"
+    assert now_champion == ("2" if promoted else "1")  # the gate decides, with its evidence on the version
+    assert "Welch t-test" in second.tags["frugalrl.promotion"]
+    assert len(json.loads(second.tags["frugalrl.eval_returns"])) == 5
     assert str(client.get_model_version_by_alias("cartpole-policy", "challenger").version) == "2"
 
 

@@ -405,6 +405,15 @@ class TrackingConfig(_Strict):
     log_model: bool = True
 
 
+class PromotionConfig(_Strict):
+    """The registry's promotion gate (``frugalrl.promotion``): statistical support or no promotion."""
+
+    test: Literal["welch", "bootstrap"] = "welch"
+    alpha: float = Field(0.05, gt=0.0, lt=0.5, description="significance level (welch) / interval tail (bootstrap)")
+    min_improvement: float = Field(0.0, ge=0.0, description="the return margin the challenger must beat")
+    min_episodes: int = Field(5, ge=2, description="fewer evaluation episodes than this never promote")
+
+
 class PeftTarget(_Strict):
     """A changed task to transfer the source policy to: new physics, or a sibling env id."""
 
@@ -474,6 +483,7 @@ class ExperimentConfig(_Strict):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    promotion: PromotionConfig = Field(default_factory=PromotionConfig)
     log_every_updates: int = Field(10, ge=1)
 
     @property

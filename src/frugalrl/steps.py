@@ -76,19 +76,30 @@ def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = 
     return {"env_id": config.env.id, **result.metrics(), "returns": result.returns}
 
 
-def register_step(run_dir: str, model_name: str, eval_mean: float) -> dict[str, Any]:
-    """Register the run's logged policy, alias it ``challenger``, and promote it if it beats ``champion``."""
+def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval_seed: int) -> dict[str, Any]:
+    """Register the run's logged policy as ``challenger``; the promotion gate decides whether it becomes ``champion``.
+
+    ``eval_returns`` are the per-episode returns of the evaluation over seeds ``eval_seed + i``;
+    the gate (``promotion`` in the run's config) compares them with the champion's on the same seeds.
+    """
+    from frugalrl.config import load_config
     from frugalrl.errors import TrackingError
-    from frugalrl.tracking import promote_if_better, register_model
+    from frugalrl.tracking import gate_promotion, register_model
 
     summary = json.loads((Path(run_dir) / "summary.json").read_text())
     model_uri, run_id = summary.get("model_uri"), summary.get("mlflow_run_id")
     if not model_uri or not run_id:
         raise TrackingError(f"run {run_dir} logged no MLflow model; train with tracking.enabled and tracking.log_model")
+    config = load_config(Path(run_dir) / "config.yaml")
+    eval_mean = sum(eval_returns) / len(eval_returns)
     lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
     version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
-    decision = promote_if_better(model_name, version, eval_mean)
+    decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
+
+
+def _maybe(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def registration_markdown(result: dict[str, Any]) -> str:
@@ -99,6 +110,7 @@ def registration_markdown(result: dict[str, Any]) -> str:
         f"- decision: {verdict}\n"
         f"- reason: {result['reason']}\n"
         f"- challenger eval mean: {result['challenger_score']:.2f}\n"
+        f"- champion eval mean before: {_maybe(result['champion_score'])}\n"
         f"- champion version now: {result['champion_version']}\n"
         f"- logged model: `{result['model_uri']}`\n"
     )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from frugalrl import __version__
-from frugalrl.config import ExperimentConfig, flatten
+from frugalrl.config import ExperimentConfig, PromotionConfig, flatten
 from frugalrl.errors import TrackingError
 
 PIPELINE_RUN_ENV = "FRUGALRL_PIPELINE_RUN_ID"
@@ -213,6 +213,52 @@ def promote_if_better(name: str, version: str, score: float) -> dict[str, Any]:
         "champion_version": version if promoted else str(champion.version),
         "challenger_score": score,
         "champion_score": champion_score,
+    }
+
+
+def gate_promotion(
+    name: str, version: str, run_id: str, returns: list[float], eval_seed: int, promotion: PromotionConfig
+) -> dict[str, Any]:
+    """Alias ``version`` as ``challenger``; move ``champion`` to it only if ``frugalrl.promotion``'s test says so.
+
+    The evaluation returns and their seed are stored as version tags, so the next challenger is
+    compared on the same seeds; the decision and its evidence go to the version's tags and to
+    the challenger's MLflow run.
+    """
+    import json
+
+    from frugalrl.promotion import GateDecision, decide
+
+    client = registry_client()
+    client.set_registered_model_alias(name, "challenger", version)
+    client.set_model_version_tag(name, version, "frugalrl.eval_returns", json.dumps([round(r, 4) for r in returns]))
+    client.set_model_version_tag(name, version, "frugalrl.eval_seed", str(eval_seed))
+    try:
+        champion = client.get_model_version_by_alias(name, "champion")
+    except Exception:
+        champion = None
+    if champion is not None and champion.tags.get("frugalrl.eval_seed") != str(eval_seed):
+        decision = GateDecision(
+            False, f"champion v{champion.version} was evaluated on other seeds: not comparable, champion kept",
+            "none", float(sum(returns) / len(returns)), None, None, None, None, None, len(returns), 0,
+        )  # fmt: skip
+    else:
+        theirs = json.loads(champion.tags["frugalrl.eval_returns"]) if champion is not None else None
+        decision = decide(returns, theirs, promotion)
+    if decision.promoted:
+        client.set_registered_model_alias(name, "champion", version)
+    client.set_model_version_tag(name, version, "frugalrl.promotion", decision.reason[:5000])
+    client.set_tag(run_id, "frugalrl.promotion", decision.reason[:5000])
+    client.set_tag(run_id, "frugalrl.promoted", str(decision.promoted).lower())
+    for key in ("p_value", "difference", "ci_low", "ci_high"):
+        value = getattr(decision, key)
+        if value is not None:
+            client.log_metric(run_id, f"promotion_{key}", float(value))
+    return {
+        **decision.as_dict(),
+        "champion_version": version if decision.promoted or champion is None else str(champion.version),
+        "challenger_score": decision.challenger_mean,
+        "champion_score": decision.champion_mean,
     }
 
 

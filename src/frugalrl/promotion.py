@@ -1,0 +1,90 @@
+"""The promotion gate: a challenger replaces the champion only with statistical support.
+
+Both policies are evaluated on the same episode seeds (episode i from ``eval.seed + i``), so the
+returns pair up. Two tests, chosen in ``promotion.test``:
+
+- ``welch``: one-sided Welch t-test of challenger mean > champion mean + ``min_improvement``;
+  promote when p < ``alpha``.
+- ``bootstrap``: paired bootstrap of the mean difference (challenger_i - champion_i); promote
+  when the lower end of the (1 - 2 alpha) interval is above ``min_improvement``.
+
+The decision carries its evidence (means, difference, p-value or interval, sample sizes, the
+test and thresholds), which goes to the registry as tags, to MLflow and into the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from frugalrl.config import PromotionConfig
+
+
+@dataclass
+class GateDecision:
+    promoted: bool
+    reason: str
+    test: str
+    challenger_mean: float
+    champion_mean: float | None
+    difference: float | None
+    p_value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_challenger: int
+    n_champion: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def welch_one_sided(a: np.ndarray, b: np.ndarray, margin: float = 0.0) -> float:
+    """p-value of H0: mean(a) <= mean(b) + margin against mean(a) > mean(b) + margin."""
+    from scipy import stats
+
+    if np.var(a) == 0 and np.var(b) == 0:  # no spread: the difference is exact
+        return 0.0 if a.mean() - b.mean() > margin else 1.0
+    return float(stats.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue)
+
+
+def paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, confidence: float, resamples: int = 5000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile interval of the mean paired difference a_i - b_i."""
+    diff = a - b
+    rng = np.random.default_rng(seed)
+    means = rng.choice(diff, size=(resamples, len(diff)), replace=True).mean(axis=1)
+    tail = (1 - confidence) / 2
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+
+
+def decide(challenger: list[float], champion: list[float] | None, config: PromotionConfig) -> GateDecision:
+    """Whether ``challenger``'s evaluation returns beat ``champion``'s with support (``None``: no champion)."""
+    a = np.asarray(challenger, dtype=np.float64)
+    base = {"test": config.test, "challenger_mean": float(a.mean()), "n_challenger": len(a)}
+    if champion is None:
+        return GateDecision(True, "first model: no champion yet", champion_mean=None, difference=None,
+                            p_value=None, ci_low=None, ci_high=None, n_champion=0, **base)  # fmt: skip
+    b = np.asarray(champion, dtype=np.float64)
+    diff = float(a.mean() - b.mean())
+    evidence = {"champion_mean": float(b.mean()), "difference": diff, "n_champion": len(b)}
+    if len(a) < config.min_episodes or len(b) < config.min_episodes:
+        return GateDecision(False, f"fewer than {config.min_episodes} evaluation episodes: no statistical support",
+                            p_value=None, ci_low=None, ci_high=None, **evidence, **base)  # fmt: skip
+    if config.test == "bootstrap":
+        if len(a) != len(b):
+            return GateDecision(False, "bootstrap pairs episodes: the two evaluations differ in length",
+                                p_value=None, ci_low=None, ci_high=None, **evidence, **base)  # fmt: skip
+        low, high = paired_bootstrap(a, b, 1 - 2 * config.alpha)
+        promoted = low > config.min_improvement
+        verdict = "above" if promoted else "not above"
+        reason = (f"paired bootstrap: mean difference {diff:+.2f}, {100 * (1 - 2 * config.alpha):.0f}% interval "
+                  f"[{low:+.2f}, {high:+.2f}] {verdict} {config.min_improvement:+.2f}")  # fmt: skip
+        return GateDecision(promoted, reason, p_value=None, ci_low=low, ci_high=high, **evidence, **base)
+    p = welch_one_sided(a, b, config.min_improvement)
+    promoted = p < config.alpha
+    reason = (f"Welch t-test: mean difference {diff:+.2f}, one-sided p = {p:.4f} "
+              f"{'<' if promoted else '>='} alpha {config.alpha}")  # fmt: skip
+    return GateDecision(promoted, reason, p_value=p, ci_low=None, ci_high=None, **evidence, **base)

@@ -1,0 +1,67 @@
+"""The promotion gate: statistical support or no promotion; the evidence lands in the registry."""
+
+from __future__ import annotations
+
+import mlflow
+import numpy as np
+import pytest
+from mlflow import MlflowClient
+
+from frugalrl.config import PromotionConfig
+from frugalrl.promotion import decide
+from frugalrl.tracking import check_tracking, gate_promotion, register_model
+from frugalrl.train import train
+
+from .conftest import tiny_config
+
+RNG = np.random.default_rng(0)
+CHAMPION = list(100 + RNG.normal(0, 10, 20))
+NOISY_PLUS_ONE = list(101 + RNG.normal(0, 10, 20))  # an independent draw, one point higher in expectation
+
+
+@pytest.mark.parametrize("test", ["welch", "bootstrap"])
+def test_clearly_better_challenger_is_promoted(test):
+    better = [r + 30 for r in CHAMPION]
+    decision = decide(better, CHAMPION, PromotionConfig(test=test))
+    assert decision.promoted and decision.difference == pytest.approx(30.0)
+    assert (decision.p_value is not None and decision.p_value < 0.05) or decision.ci_low > 0
+
+
+@pytest.mark.parametrize("test", ["welch", "bootstrap"])
+def test_noise_level_gain_is_not_promoted(test):
+    decision = decide(NOISY_PLUS_ONE, CHAMPION, PromotionConfig(test=test))
+    assert not decision.promoted
+    assert (decision.p_value is not None and decision.p_value > 0.05) or decision.ci_low <= 0
+
+
+def test_margin_too_few_episodes_and_first_model():
+    better = [r + 30 for r in CHAMPION]
+    assert not decide(better, CHAMPION, PromotionConfig(min_improvement=50.0)).promoted
+    few = decide(better[:3], CHAMPION[:3], PromotionConfig(min_episodes=5))
+    assert not few.promoted and "fewer than 5" in few.reason
+    first = decide(CHAMPION, None, PromotionConfig())
+    assert first.promoted and first.champion_mean is None
+    constant = decide([200.0] * 10, [100.0] * 10, PromotionConfig())  # no spread: exact comparison
+    assert constant.promoted and constant.p_value == 0.0
+
+
+def test_gate_records_decision_in_registry(tmp_path):
+    mlflow.set_tracking_uri(check_tracking())
+    summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
+    name, run_id, uri = "gate-policy", summary["mlflow_run_id"], summary["model_uri"]
+    client = MlflowClient()
+    v1 = register_model(uri, name, run_id, 100.0, "eval_mean")
+    assert gate_promotion(name, v1, run_id, CHAMPION, 10_000, PromotionConfig())["promoted"]
+    v2 = register_model(uri, name, run_id, 101.0, "eval_mean")
+    kept = gate_promotion(name, v2, run_id, NOISY_PLUS_ONE, 10_000, PromotionConfig())
+    assert not kept["promoted"] and kept["champion_version"] == v1
+    assert "Welch" in client.get_model_version(name, v2).tags["frugalrl.promotion"]
+    assert str(client.get_model_version_by_alias(name, "champion").version) == v1
+    assert str(client.get_model_version_by_alias(name, "challenger").version) == v2
+    v3 = register_model(uri, name, run_id, 130.0, "eval_mean")
+    other_seeds = gate_promotion(name, v3, run_id, [r + 30 for r in CHAMPION], 123, PromotionConfig())
+    assert not other_seeds["promoted"] and "other seeds" in other_seeds["reason"]
+    v4 = register_model(uri, name, run_id, 130.0, "eval_mean")
+    assert gate_promotion(name, v4, run_id, [r + 30 for r in CHAMPION], 10_000, PromotionConfig())["promoted"]
+    assert str(client.get_model_version_by_alias(name, "champion").version) == v4
+    assert "promotion_p_value" in client.get_run(run_id).data.metrics
