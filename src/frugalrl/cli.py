@@ -114,6 +114,22 @@ def pretrain_encoder_command(
     typer.echo(f"encoder: {out / 'encoder.pt'}")
 
 
+@app.command()
+def tune(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML with a tuning section.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the trials' runs and best.json.")],
+    worker: Annotated[int, typer.Option(min=0, help="This worker's index (seeds its sampler).")] = 0,
+    overrides: SetOption = None,
+) -> None:
+    """Search the config's tuning.space with Optuna; several workers may share one study (OPTUNA_STORAGE)."""
+    from frugalrl.config import load_config
+    from frugalrl.tuning import tune as run_tuning
+
+    result = run_tuning(load_config(config, overrides or []), out, worker)
+    typer.echo(f"best {result['best_value']:.2f} with {' '.join(result['best_overrides'])}")
+    typer.echo(f"trials: {result['trials']}; best: {out / 'best.json'}")
+
+
 @peft_app.command("compare")
 def peft_compare_command(
     config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML with a peft section.")],

@@ -405,6 +405,52 @@ class TrackingConfig(_Strict):
     log_model: bool = True
 
 
+class SearchDimension(_Strict):
+    """One tuned value: a float or int range (``log`` for learning rates), or a list of choices."""
+
+    type: Literal["float", "int", "categorical"] = "float"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> SearchDimension:
+        if self.type == "categorical":
+            if not self.choices:
+                raise ValueError("a categorical dimension needs choices: [...]")
+        elif self.low is None or self.high is None or not self.low < self.high:
+            raise ValueError(f"a {self.type} dimension needs low < high (got {self.low}, {self.high})")
+        elif self.log and self.low <= 0:
+            raise ValueError("a log-scale dimension needs low > 0")
+        return self
+
+
+class TuningConfig(_Strict):
+    """Optuna tuning (``frugalrl tune``): the search space is a map of config keys to dimensions."""
+
+    trials: int = Field(8, ge=1, description="trials per study (all workers together)")
+    space: dict[str, SearchDimension] = Field(default_factory=dict, description="dotted config key -> dimension")
+    metric: Literal["eval_mean", "eval_iqm"] = "eval_mean"
+    pruner: Literal["median", "hyperband", "none"] = "median"
+    report_every_updates: int = Field(5, ge=1, description="intermediate value (running episode return) period")
+    startup_trials: int = Field(2, ge=0, description="trials before pruning starts (median pruner)")
+    storage: str | None = Field(
+        None, description="Optuna storage URL or journal file; OPTUNA_STORAGE wins; default: DIR/optuna.db (sqlite)"
+    )
+    study_name: str | None = Field(None, description="default: the config's name")
+    max_retry: int = Field(2, ge=0, description="a crashed worker's trial is re-queued up to this many times")
+    heartbeat_s: int = Field(10, ge=1, description="a trial without heartbeat this long (x3 grace) is failed")
+
+    @field_validator("space")
+    @classmethod
+    def _keys_exist(cls, value: dict[str, SearchDimension]) -> dict[str, SearchDimension]:
+        for key in value:
+            if not key.replace("_", "").replace(".", "").isalnum():
+                raise ValueError(f"search key {key!r} is not a dotted config key (e.g. ppo.learning_rate)")
+        return value
+
+
 class PromotionConfig(_Strict):
     """The registry's promotion gate (``frugalrl.promotion``): statistical support or no promotion."""
 
@@ -484,6 +530,7 @@ class ExperimentConfig(_Strict):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+    tuning: TuningConfig | None = Field(None, description="Optuna search (`frugalrl tune`)")
     log_every_updates: int = Field(10, ge=1)
 
     @property

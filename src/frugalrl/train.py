@@ -17,6 +17,7 @@ import contextlib
 import copy
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -177,11 +178,13 @@ def train(
     *,
     resume: bool = False,
     interactive: bool | None = None,
+    on_update: Callable[[Learner, dict[str, float]], None] | None = None,
 ) -> dict[str, Any]:
     """Train a policy as ``config`` says; write the run directory; return the summary.
 
     ``resume=True`` continues from ``out_dir/checkpoint.pt``; ``interactive`` forces the rich
-    progress bar on or off (default: on when stdout is a terminal).
+    progress bar on or off (default: on when stdout is a terminal). ``on_update(agent, metrics)``
+    runs after every update (the tuner reports intermediate values and prunes from there).
     """
     if config.latent.enabled:  # the latent curriculum has its own loop (two rollout sources)
         if resume:
@@ -237,6 +240,8 @@ def train(
                     if tracker:
                         tracker.log_metrics(metrics, step=agent.global_step)
                     progress.update(agent.global_step, metrics)
+                    if on_update is not None:
+                        on_update(agent, metrics)
                     last = agent.update == agent.num_updates
                     if agent.update % config.checkpoint.every_updates == 0 or last:
                         save_checkpoint(ckpt_path, _checkpoint_state(agent, meter, config, run_id))

@@ -1,0 +1,181 @@
+"""Optuna tuning: a config's ``tuning.space`` searched with TPE, pruned on intermediate returns.
+
+Every trial is a normal training run (``DIR/trial-N``) of the config with the sampled values as
+overrides. During training the running episode return is reported every
+``report_every_updates`` updates, and the median or Hyperband pruner stops hopeless trials.
+
+Storage (one study shared by every worker): ``OPTUNA_STORAGE`` if set (Postgres on a
+cluster: ``postgresql://user@host/db``), else ``tuning.storage``, else ``DIR/optuna.db``
+(sqlite). A path ending in ``.log`` is a journal file. Database storages run a heartbeat: a
+worker that dies mid-trial leaves a trial that the next worker marks failed and re-queues with
+the same parameters (``RetryHeartbeatStaleTrialCallback``), so no trial is lost. ``tuning.trials``
+counts finished trials (complete or pruned) across all workers.
+
+With tracking on, ``optuna_integration.MLflowCallback`` logs one MLflow run per trial (its
+parameters and value), nested under this worker's tuning run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from frugalrl.config import ExperimentConfig, SearchDimension, apply_overrides, validate_config
+from frugalrl.errors import ConfigError, TrainingDiverged
+
+STORAGE_ENV = "OPTUNA_STORAGE"
+
+
+def storage_for(config: ExperimentConfig, out: Path) -> Any:
+    """The Optuna storage this tuning run shares with its sibling workers."""
+    import optuna
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    tuning = config.tuning
+    url = os.environ.get(STORAGE_ENV) or tuning.storage or f"sqlite:///{out / 'optuna.db'}"
+    if url.endswith(".log"):
+        Path(url).parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(url))
+    last: Exception | None = None
+    for attempt in range(5):  # workers starting together race to create the tables: the loser retries
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return RDBStorage(
+                    url,
+                    heartbeat_interval=tuning.heartbeat_s,
+                    grace_period=3 * tuning.heartbeat_s,
+                    heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=tuning.max_retry),
+                )
+        except Exception as exc:  # sqlalchemy and driver errors vary
+            last = exc
+            time.sleep(0.5 * (attempt + 1))
+    raise ConfigError(
+        f"Optuna storage {url.split('@')[-1]} is unusable ({str(last).splitlines()[0][:120]}); "
+        f"check {STORAGE_ENV} / tuning.storage"
+    ) from None
+
+
+def suggest(trial: Any, space: dict[str, SearchDimension]) -> list[str]:
+    """Sample every dimension; the values as ``key=value`` overrides."""
+    overrides = []
+    for key, dim in space.items():
+        if dim.type == "categorical":
+            value = trial.suggest_categorical(key, dim.choices)
+        elif dim.type == "int":
+            value = trial.suggest_int(key, int(dim.low), int(dim.high), log=dim.log)
+        else:
+            value = trial.suggest_float(key, dim.low, dim.high, log=dim.log)
+        overrides.append(f"{key}={json.dumps(value)}")
+    return overrides
+
+
+def trial_config(config: ExperimentConfig, overrides: list[str]) -> ExperimentConfig:
+    """The config a trial trains: the sampled overrides applied, tracking left to the MLflow callback."""
+    data = apply_overrides(config.to_dict(), [*overrides, "tracking.enabled=false"], source="tuning")
+    data["tuning"] = None
+    return validate_config(data, source="tuning trial")
+
+
+def _pruner(config: ExperimentConfig) -> Any:
+    import optuna
+
+    tuning = config.tuning
+    if tuning.pruner == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=tuning.startup_trials, n_warmup_steps=0)
+    if tuning.pruner == "hyperband":
+        return optuna.pruners.HyperbandPruner()
+    return optuna.pruners.NopPruner()
+
+
+def make_objective(config: ExperimentConfig, out: Path) -> Any:
+    import optuna
+
+    from frugalrl.train import train
+
+    tuning = config.tuning
+
+    def objective(trial: optuna.Trial) -> float:
+        overrides = suggest(trial, tuning.space)
+        trial.set_user_attr("overrides", overrides)
+        run_config = trial_config(config, overrides)
+
+        def report(agent: Any, metrics: dict[str, float]) -> None:
+            if agent.update % tuning.report_every_updates == 0 and "episode_return" in metrics:
+                trial.report(float(metrics["episode_return"]), step=agent.global_step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned(f"pruned at step {agent.global_step}")
+
+        run_dir = out / f"trial-{trial.number}"
+        trial.set_user_attr("run_dir", str(run_dir))
+        summary = train(run_config, run_dir, interactive=False, on_update=report)
+        return float(summary[tuning.metric])
+
+    return objective
+
+
+def tune(config: ExperimentConfig, out: Path, worker: int = 0) -> dict[str, Any]:
+    """Run this worker's share of the study; write ``DIR/best.json``; return the best trial."""
+    import optuna
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
+    if config.tuning is None or not config.tuning.space:
+        raise ConfigError("this config has no tuning.space to search; see configs/cartpole-tune.yaml")
+    tuning = config.tuning
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        study_name=tuning.study_name or config.name,
+        storage=storage_for(config, out),
+        sampler=optuna.samplers.TPESampler(seed=config.seed + worker),
+        pruner=_pruner(config),
+        direction="maximize",
+        load_if_exists=True,
+    )
+    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    callbacks: list[Any] = [MaxTrialsCallback(tuning.trials, states=finished)]
+    objective = make_objective(config, out)
+
+    def run() -> None:
+        remaining = tuning.trials - len(study.get_trials(deepcopy=False, states=finished))
+        if remaining > 0:
+            study.optimize(objective, n_trials=remaining, callbacks=callbacks, catch=(ConfigError, TrainingDiverged))
+
+    if config.tracking.enabled:
+        from optuna_integration import MLflowCallback
+
+        from frugalrl.tracking import RunTracker, check_tracking
+
+        with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}"):
+            callbacks.append(
+                MLflowCallback(
+                    tracking_uri=check_tracking(), metric_name=tuning.metric, create_experiment=False,
+                    mlflow_kwargs={"nested": True},
+                )
+            )  # fmt: skip
+            run()
+    else:
+        run()
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not complete:
+        raise ConfigError(f"study {study.study_name}: no trial completed (all pruned or failed); widen tuning.space")
+    best = study.best_trial
+    result = {
+        "study": study.study_name,
+        "best_value": best.value,
+        "best_params": best.params,
+        "best_overrides": best.user_attrs.get("overrides", []),
+        "best_run_dir": best.user_attrs.get("run_dir"),
+        "trials": {state.name.lower(): len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState},
+    }
+    from frugalrl.train import write_json
+
+    write_json(out / "best.json", result)
+    return result

@@ -1,0 +1,112 @@
+"""Optuna tuning: TPE + pruning on real training, MLflow runs per trial, workers sharing a Postgres study."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import optuna
+import pytest
+from mlflow import MlflowClient
+from optuna.storages import RetryHeartbeatStaleTrialCallback
+from optuna.trial import TrialState
+
+from frugalrl.config import load_config
+from frugalrl.errors import ConfigError
+from frugalrl.tuning import tune
+
+from .conftest import REPO
+
+CONFIG = REPO / "configs" / "cartpole-tune.yaml"
+FAST = ["ppo.total_timesteps=1024", "ppo.num_steps=32", "eval.episodes=2", "tuning.report_every_updates=1"]
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def _postgres_up() -> bool:
+    return (
+        shutil.which("pg_isready") is not None
+        and subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"], check=False).returncode == 0
+    )
+
+
+def _worker(out, worker: int, overrides: list[str], env: dict) -> subprocess.Popen:
+    sets = [a for o in overrides for a in ("--set", o)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "frugalrl.cli", "tune", "-c", str(CONFIG), "-o", str(out), "--worker", str(worker),
+         *sets],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_tuning_finds_best_and_logs_one_mlflow_run_per_trial(tmp_path):
+    config = load_config(CONFIG, [*FAST, "tuning.trials=3", "tracking.experiment=tune-test"])
+    result = tune(config, tmp_path / "tune")
+    assert result["trials"]["complete"] + result["trials"]["pruned"] == 3
+    best = json.loads((tmp_path / "tune" / "best.json").read_text())
+    assert set(best["best_params"]) == {"ppo.learning_rate", "ppo.gae_lambda", "ppo.update_epochs"}
+    assert 1e-4 <= best["best_params"]["ppo.learning_rate"] <= 3e-3
+    assert (tmp_path / "tune" / best["best_run_dir"].split("/")[-1] / "summary.json").exists()
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name("tune-test")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if r.info.run_name.endswith("tune-worker0")]
+    trials = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len(parents) == 1 and len(trials) == 3
+    assert all("ppo.learning_rate" in r.data.params for r in trials)
+
+
+def test_empty_space_is_a_config_error(tmp_path):
+    config = load_config(CONFIG, ["tuning.space={}"])
+    with pytest.raises(ConfigError, match="no tuning.space"):
+        tune(config, tmp_path / "t")
+
+
+@pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
+def test_two_workers_share_one_postgres_study(tmp_path):
+    study = f"two-workers-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "OPTUNA_STORAGE": POSTGRES}
+    overrides = [*FAST, "tuning.trials=4", f"tuning.study_name={study}", "tracking.enabled=false"]
+    workers = [_worker(tmp_path / f"w{i}", i, overrides, env) for i in range(2)]
+    for proc in workers:
+        assert proc.wait(timeout=300) == 0, proc.stderr.read()
+    trials = optuna.load_study(study_name=study, storage=POSTGRES).get_trials()
+    done = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert len(done) >= 4 and len({t.number for t in trials}) == len(trials)
+    dirs = {t.user_attrs["run_dir"].split("/")[-2] for t in done}
+    assert dirs == {"w0", "w1"}  # both workers took trials from the one study
+
+
+@pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
+def test_killed_worker_trial_is_failed_and_retried_never_lost(tmp_path):
+    study = f"killed-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "OPTUNA_STORAGE": POSTGRES}
+    common = [f"tuning.study_name={study}", "tracking.enabled=false", "tuning.heartbeat_s=1", "tuning.pruner=none"]
+    first = _worker(tmp_path / "a", 0, [*FAST, *common, "tuning.trials=2"], env)
+    assert first.wait(timeout=300) == 0, first.stderr.read()
+    slow = _worker(tmp_path / "b", 1, [*common, "tuning.trials=3", "ppo.total_timesteps=500000"], env)
+    storage = optuna.storages.RDBStorage(POSTGRES)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        states = [t.state for t in optuna.load_study(study_name=study, storage=storage).get_trials()]
+        if TrialState.RUNNING in states:
+            break
+        time.sleep(0.5)
+    time.sleep(2)  # let it train (and beat its heart) for a moment
+    slow.send_signal(signal.SIGKILL)
+    slow.wait()
+    time.sleep(4)  # past the grace period (3 heartbeats)
+    last = _worker(tmp_path / "c", 2, [*FAST, *common, "tuning.trials=4"], env)
+    assert last.wait(timeout=300) == 0, last.stderr.read()
+    trials = optuna.load_study(study_name=study, storage=storage).get_trials()
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert len(failed) == 1
+    retried = [t for t in complete if RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == failed[0].number]
+    assert len(retried) == 1 and retried[0].params == failed[0].params
+    assert len(complete) == 4  # the two trials done before the kill are still there
