@@ -74,10 +74,17 @@ def load_source(uri: str) -> SourceRun:
     config = load_config(directory / "config.yaml")
     if config.algo != "sac":
         raise ConfigError(f"peft.source {uri} is a {config.algo} run; the PEFT comparison fine-tunes SAC runs")
-    state = load_checkpoint(directory / "checkpoint.pt")["agent"]
+    checkpoint = load_checkpoint(directory / "checkpoint.pt")
     summary = {}
     if (directory / "summary.json").is_file():
         import json
 
         summary = json.loads((directory / "summary.json").read_text())
-    return SourceRun(config, state, str(uri), summary.get("eval_mean"), summary.get("train_flops"))
+    train_flops = summary.get("train_flops")
+    if train_flops is None and "meter" in checkpoint:  # a run stopped early: its checkpoint's meter knows
+        from frugalrl.cost import CostMeter
+
+        meter = CostMeter()
+        meter.load_state_dict(checkpoint["meter"])
+        train_flops = meter.train_flops
+    return SourceRun(config, checkpoint["agent"], str(uri), summary.get("eval_mean"), train_flops)
