@@ -130,6 +130,24 @@ def tune(
     typer.echo(f"trials: {result['trials']}; best: {out / 'best.json'}")
 
 
+@app.command()
+def audit(
+    run_id: Annotated[str, typer.Argument(help="The MLflow run to re-run (its id, from the UI or summary.json).")],
+    repo: Annotated[Path | None, typer.Option(help="The git repository holding the run's commit.")] = None,
+    keep: Annotated[Path | None, typer.Option(help="Keep the downloaded and re-run files here.")] = None,
+) -> None:
+    """Re-run a tracked run on its recorded commit and config; exit 0 if its metrics reproduce, 1 if not."""
+    from frugalrl.audit import audit as run_audit
+
+    result = run_audit(run_id, repo, keep=keep)
+    verdict = "reproduced" if result["reproduced"] else "NOT reproduced"
+    typer.echo(f"run {run_id} at {result['commit'][:12]} on {result['device']}: {verdict} ({result['criterion']})")
+    for line in result["differences"]:
+        typer.echo(f"  {line}")
+    if not result["reproduced"]:
+        raise typer.Exit(1)
+
+
 @peft_app.command("compare")
 def peft_compare_command(
     config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML with a peft section.")],

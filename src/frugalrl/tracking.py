@@ -79,9 +79,41 @@ def git_commit(path: Path | None = None) -> str:
         return "unknown"
 
 
+AUDITED_PACKAGES = ("torch", "numpy", "gymnasium", "ale-py", "mujoco", "mlflow", "optuna", "peft", "kfp")
+IMAGE_DIGEST_ENV = "FRUGALRL_IMAGE_DIGEST"
+
+
+def git_dirty(path: Path | None = None) -> bool:
+    """Whether the checkout has uncommitted changes to tracked files (then the commit alone does not reproduce)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=path or Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5, check=True,
+        )  # fmt: skip
+        return bool(out.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {}
+    for name in AUDITED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
 def lineage_tags(config: ExperimentConfig) -> dict[str, str]:
-    """Tags that tie a run to its code, config, seed and pipeline run."""
+    """Tags that tie a run to its code, config, seed, packages, image and pipeline run."""
+    packages = {f"frugalrl.pkg.{name}": version for name, version in package_versions().items()}
     return {
+        **packages,
+        "frugalrl.image_digest": os.environ.get(IMAGE_DIGEST_ENV, "unknown"),
+        "frugalrl.git_dirty": str(git_dirty()).lower(),
         "frugalrl.git_commit": git_commit(),
         "frugalrl.config_hash": config.hash(),
         "frugalrl.seed": str(config.seed),

@@ -1,0 +1,54 @@
+"""`frugalrl audit`: a tracked CPU run re-run on its recorded commit reproduces bit for bit."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import pytest
+from mlflow import MlflowClient
+
+from frugalrl.audit import AuditError, audit, compare_metrics
+from frugalrl.tracking import check_tracking, git_dirty
+from frugalrl.train import train
+
+from .conftest import tiny_config
+
+
+def test_metric_comparison_ignores_timing_and_finds_changes():
+    recorded = [{"update": 1, "policy_loss": 0.5, "sps": 100.0}, {"update": 2, "policy_loss": 0.25, "sps": 90.0}]
+    same = [{"update": 1, "policy_loss": 0.5, "sps": 7.0}, {"update": 2, "policy_loss": 0.25, "sps": 8.0}]
+    assert compare_metrics(recorded, same, 0.0) == []
+    changed = [{"update": 1, "policy_loss": 0.5}, {"update": 2, "policy_loss": 0.2500001}]
+    assert "policy_loss" in compare_metrics(recorded, changed, 0.0)[0]
+    assert compare_metrics(recorded, changed, 1e-3) == []
+
+
+@pytest.mark.skipif(git_dirty(), reason="the checkout has uncommitted changes: runs from it cannot be audited")
+def test_audit_reproduces_a_cpu_run_and_catches_a_tampered_record(tmp_path, capsys):
+    mlflow.set_tracking_uri(check_tracking())
+    summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
+    result = audit(summary["mlflow_run_id"], keep=tmp_path / "audit")
+    assert result["reproduced"], result["differences"]
+    assert result["criterion"] == "bit-identical"
+    assert json.loads((tmp_path / "audit" / "audit.json").read_text())["reproduced"]
+
+    # Tamper with the recorded metrics in the artifact store: the audit must notice.
+    run = MlflowClient().get_run(summary["mlflow_run_id"])
+    stored = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="run/metrics.jsonl")
+    lines = [json.loads(line) for line in open(stored)]
+    lines[3]["policy_loss"] += 1e-6
+    tampered = tmp_path / "metrics.jsonl"
+    tampered.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with mlflow.start_run(run_id=run.info.run_id):
+        mlflow.log_artifact(str(tampered), artifact_path="run")
+    result = audit(summary["mlflow_run_id"], keep=tmp_path / "audit2")
+    assert not result["reproduced"]
+    assert any("update line 4: policy_loss" in d for d in result["differences"])
+
+
+def test_run_without_commit_cannot_be_audited(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRUGALRL_GIT_COMMIT", "unknown")
+    summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
+    with pytest.raises(AuditError, match="no git commit"):
+        audit(summary["mlflow_run_id"])
