@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import mlflow
 import pytest
@@ -36,7 +37,7 @@ def test_audit_reproduces_a_cpu_run_and_catches_a_tampered_record(tmp_path, caps
     # Tamper with the recorded metrics in the artifact store: the audit must notice.
     run = MlflowClient().get_run(summary["mlflow_run_id"])
     stored = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="run/metrics.jsonl")
-    lines = [json.loads(line) for line in open(stored)]
+    lines = [json.loads(line) for line in Path(stored).read_text().splitlines()]
     lines[3]["policy_loss"] += 1e-6
     tampered = tmp_path / "metrics.jsonl"
     tampered.write_text("".join(json.dumps(line) + "\n" for line in lines))
