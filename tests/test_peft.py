@@ -203,3 +203,11 @@ def test_peft_config_compiles_to_the_peft_pipeline(tmp_path):
     outputs = ir["components"]["comp-peft-compare"]["outputDefinitions"]["artifacts"]
     assert outputs["best"]["artifactType"]["schemaTitle"] == "system.Model"
     assert outputs["table"]["artifactType"]["schemaTitle"] == "system.Markdown"
+
+
+def test_every_method_builds_on_the_halfcheetah_critics():
+    """The critics have two torsos: layer selection (OFT: hidden layers only) must hold for both."""
+    for method in METHODS:
+        critic = TwinCritic(17, 6, [256, 256])
+        adaptation = adapt(critic, method, None, CRITIC_HEADS)
+        assert 0 < adaptation.trainable <= adaptation.base_parameters

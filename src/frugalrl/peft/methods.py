@@ -37,7 +37,7 @@ class Method:
     name: str
     description: str
     defaults: dict[str, Any] = field(default_factory=dict)
-    layers: str = "all"  # all torso linears, or "hidden" (not the input layer)
+    layers: str = "all"  # all torso linears, or "hidden" (not a torso's input layer)
     trains_heads: bool = True
 
 
@@ -191,8 +191,8 @@ def adapt(network: nn.Module, method: str, options: dict[str, Any] | None, heads
     resolved = {**entry.defaults, **(options or {})}
     base_parameters = sum(p.numel() for p in network.parameters())
     names = torso_linears(network, heads)
-    if entry.layers == "hidden":
-        names = names[1:]
+    if entry.layers == "hidden":  # not the input layer of any torso (the critics have two torsos)
+        names = [n for n in names if not n.endswith("body.0")]
     layers = [network.get_submodule(n) for n in names]
     _fits(method, resolved, layers, names)
     keep: list[Any] = []
