@@ -14,14 +14,16 @@ def train(
     model: Output[Model],
     metrics: Output[Metrics],
     evaluator: Input[Model] = None,
+    tuned: list = [],  # noqa: B006 - KFP needs a literal default
 ):
     """Train a policy with ``frugalrl.steps.train_step``; the Model artifact is the run directory.
 
     ``evaluator``: a pretrained importance evaluator (PivotRL), when the config enables it.
+    ``tuned``: the best trial's overrides from the ``tune`` stage, applied last.
     """
     from frugalrl.steps import train_step
 
-    overrides = [str(o) for o in overrides]
+    overrides = [str(o) for o in overrides] + [str(o) for o in tuned]
     if evaluator is not None:
         overrides.append(f"pivot.evaluator_from={evaluator.path}")
     summary = train_step(config_yaml, overrides, model.path, pipeline_run_id)

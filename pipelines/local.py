@@ -15,11 +15,17 @@ from frugalrl.tracking import check_tracking, task_name, tracking_uri
 from pipelines.training import pipeline_for, pipeline_kind
 
 
-def compile_pipeline(output: Path, config_path: Path | None = None) -> Path:
-    """Write the Kubeflow IR YAML of the pipeline ``config_path`` needs (the plain one without a config)."""
-    kind = pipeline_kind(load_config(config_path)) if config_path else "plain"
+def compile_pipeline(output: Path, config_path: Path | None = None, profile: str | None = None) -> Path:
+    """Write Kubeflow IR YAML: the production DAG of ``profile``, or the training pipeline ``config_path``
+    needs (the plain one without either)."""
+    if profile is not None:
+        from pipelines.production import build_pipeline, load_profile
+
+        pipeline = build_pipeline(load_profile(profile))
+    else:
+        pipeline = pipeline_for(pipeline_kind(load_config(config_path)) if config_path else "plain")
     output.parent.mkdir(parents=True, exist_ok=True)
-    compiler.Compiler().compile(pipeline_for(kind), str(output))
+    compiler.Compiler().compile(pipeline, str(output))
     return output
 
 

@@ -321,11 +321,16 @@ def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
 def pipeline_compile(
     output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml"),
     config: Annotated[Path | None, typer.Option("--config", "-c", help="Compile the graph this config needs.")] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="The production DAG of a profile: quick, full, or a YAML path.")
+    ] = None,
 ) -> None:
-    """Compile the training pipeline to Kubeflow IR YAML."""
+    """Compile a pipeline to Kubeflow IR YAML: a config's training pipeline, or a profile's production DAG."""
+    if config is not None and profile is not None:
+        raise FrugalError("pass --config or --profile, not both")
     compile_pipeline = _pipelines().compile_pipeline
 
-    compile_pipeline(output, config)
+    compile_pipeline(output, config, profile)
     typer.echo(f"compiled: {output}")
 
 

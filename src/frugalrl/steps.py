@@ -66,6 +66,22 @@ def peft_compare_step(config_yaml: str, overrides: list[str], base_run_dir: str,
     return compare(config, Path(out_dir))
 
 
+def tune_step(config_yaml: str, overrides: list[str], out_dir: str, worker: int) -> dict[str, Any]:
+    """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``)."""
+    from frugalrl.tuning import tune
+
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    return tune(config, Path(out_dir), worker)
+
+
+def tune_best_step(config_yaml: str, overrides: list[str]) -> list[str]:
+    """The best finished trial's overrides, read back from the shared study."""
+    from frugalrl.tuning import best_overrides
+
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    return best_overrides(config)
+
+
 def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = True) -> dict[str, Any]:
     """Evaluate the policy of a run directory over fixed seeds."""
     from frugalrl.evaluation import evaluate_policy

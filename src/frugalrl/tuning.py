@@ -179,3 +179,18 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0) -> dict[str, Any]
 
     write_json(out / "best.json", result)
     return result
+
+
+def best_overrides(config: ExperimentConfig, out: Path | None = None) -> list[str]:
+    """The best complete trial's overrides in the study ``config`` names (storage as in ``tune``)."""
+    import optuna
+
+    if config.tuning is None:
+        raise ConfigError("this config has no tuning section")
+    study = optuna.load_study(
+        study_name=config.tuning.study_name or config.name, storage=storage_for(config, out or Path("."))
+    )
+    try:
+        return list(study.best_trial.user_attrs.get("overrides", []))
+    except ValueError:
+        raise ConfigError(f"study {study.study_name} has no complete trial yet; run the tune workers first") from None

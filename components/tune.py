@@ -1,0 +1,27 @@
+"""Components ``tune_worker`` and ``tune_best``: Optuna workers sharing one study, then the best trial's overrides."""
+
+from kfp import dsl
+from kfp.dsl import Metrics, Output
+
+from components import FRUGALRL_IMAGE
+
+
+@dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
+def tune_worker(config_yaml: str, overrides: list, worker: int, metrics: Output[Metrics]):
+    """Run ``frugalrl.steps.tune_step``: this worker's trials of the shared study (``OPTUNA_STORAGE``)."""
+    import tempfile
+
+    from frugalrl.steps import tune_step
+
+    result = tune_step(config_yaml, [str(o) for o in overrides], tempfile.mkdtemp(prefix="tune-"), worker)
+    metrics.log_metric("best_value", float(result["best_value"]))
+    for state, count in result["trials"].items():
+        metrics.log_metric(f"trials_{state}", float(count))
+
+
+@dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
+def tune_best(config_yaml: str, overrides: list) -> list:
+    """The best finished trial's overrides (``frugalrl.steps.tune_best_step``), for the training stage."""
+    from frugalrl.steps import tune_best_step
+
+    return tune_best_step(config_yaml, [str(o) for o in overrides])

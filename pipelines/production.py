@@ -1,0 +1,185 @@
+"""The production DAG, built from a profile (``profiles/quick.yaml``, ``profiles/full.yaml``).
+
+    collect (pivot) -> pretrain evaluator --+
+                                            +-> train (tuned, PivotRL) -> evaluate -> register (promotion gate)
+    tune workers (ParallelFor) -> tune best +
+    collect (frames) -> pretrain encoder + world model -> curriculum training -> evaluate -> register
+    train source (SAC) -> evaluate -> register;  -> PEFT comparison -> evaluate best adapted policy
+
+A stage the profile or its config does not enable is left out of the compiled graph (no
+evaluator without ``selection.kind: pivot``, no tune stage without ``tuning``, no latent or PEFT
+branch without those profile stages). With ``gpu: true`` every training and pretraining stage
+asks for ``nvidia.com/gpu`` with the profile's CPU/memory requests and limits, and lands on the
+GPU node pool through a node selector and a toleration given as pipeline parameters (the names
+are the cluster's, not the code's). Training stages retry with backoff; collection and
+pretraining are cached (same config text and inputs, same outputs), evaluation and promotion
+never are. Models pass between stages as KFP artifacts (run directories); the registry holds
+them as MLflow models for everything downstream.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from components.collect_rollouts import collect_rollouts
+from components.curriculum_train import curriculum_train
+from components.evaluate import evaluate
+from components.peft_compare import peft_compare
+from components.pretrain_encoder import pretrain_encoder
+from components.pretrain_evaluator import pretrain_evaluator
+from components.register import register
+from components.train import train
+from components.tune import tune_best, tune_worker
+from kfp import dsl, kubernetes
+
+from frugalrl.config import load_config
+from frugalrl.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+PROFILES = REPO / "profiles"
+DEFAULT_NODE_SELECTOR = {"cloud.google.com/gke-nodepool": "gpu-pool"}
+DEFAULT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@dataclass
+class Stage:
+    config: str
+    overrides: list[str] = field(default_factory=list)
+    model_name: str = ""
+
+    def text(self) -> str:
+        return (REPO / self.config).read_text()
+
+
+@dataclass
+class Profile:
+    name: str
+    gpu: bool
+    resources: dict[str, Any]
+    train: Stage | None
+    tune_workers: int
+    tune_overrides: list[str]
+    latent: Stage | None
+    peft: Stage | None
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A profile by name (``quick``, ``full``) or path; its configs are validated here, at compile time."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PROFILES / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
+        raise ConfigError(f"profile {name_or_path!r} not found; known profiles: {known}")
+    data = yaml.safe_load(path.read_text())
+    stages = data.get("stages", {})
+    built = {key: Stage(**stages[key]) if key in stages else None for key in ("train", "latent", "peft")}
+    for key, stage in built.items():
+        if stage is not None:
+            config = load_config(REPO / stage.config, stage.overrides)
+            if key == "latent" and not config.latent.enabled:
+                raise ConfigError(f"profile {path.name}: stage latent uses {stage.config}, which has latent off")
+            if key == "peft" and config.peft is None:
+                raise ConfigError(f"profile {path.name}: stage peft uses {stage.config}, which has no peft section")
+    tune = stages.get("tune", {})
+    workers, tune_overrides = int(tune.get("workers", 0)), list(tune.get("overrides", []))
+    return Profile(data["name"], bool(data.get("gpu", False)), data.get("resources", {}), built["train"],
+                   workers, tune_overrides, built["latent"], built["peft"])  # fmt: skip
+
+
+def _on_gpu(task: dsl.PipelineTask, profile: Profile, node_selector: Any, toleration: Any) -> dsl.PipelineTask:
+    """A GPU stage: accelerator, requests and limits, the GPU pool's node selector and toleration."""
+    if not profile.gpu:
+        return task
+    res = profile.resources
+    task.set_accelerator_type("nvidia.com/gpu").set_accelerator_limit(int(res.get("gpu_count", 1)))
+    task.set_cpu_request(str(res.get("cpu_request", "2"))).set_cpu_limit(str(res.get("cpu_limit", "4")))
+    task.set_memory_request(str(res.get("memory_request", "8G"))).set_memory_limit(str(res.get("memory_limit", "16G")))
+    kubernetes.add_node_selector_json(task, node_selector)
+    kubernetes.add_toleration_json(task, toleration)
+    return task
+
+
+def _training(task: dsl.PipelineTask) -> dsl.PipelineTask:
+    return task.set_retry(num_retries=2, backoff_duration="60s", backoff_factor=2.0)
+
+
+def _cached(task: dsl.PipelineTask, name: str) -> dsl.PipelineTask:
+    return task.set_caching_options(True).set_display_name(name)
+
+
+def _evaluate_register(model: Any, name: str, episodes: Any, seed: Any, label: str) -> dsl.PipelineTask:
+    evaluated = evaluate(model=model, episodes=episodes, seed=seed).set_caching_options(False)
+    evaluated.set_display_name(f"evaluate {label}")
+    registered = register(model=model, eval_returns=evaluated.outputs["eval_returns"], eval_seed=seed,
+                          model_name=name).set_caching_options(False)  # fmt: skip
+    return registered.set_display_name(f"register {label} (promotion gate)")
+
+
+def build_pipeline(profile: Profile) -> Any:
+    """The ``@dsl.pipeline`` for ``profile``: only the stages it enables."""
+
+    @dsl.pipeline(name=f"frugalrl-production-{profile.name}", description=__doc__.splitlines()[0])
+    def production(
+        eval_episodes: int = 20,
+        eval_seed: int = 10_000,
+        gpu_node_selector: dict = DEFAULT_NODE_SELECTOR,  # noqa: B006 - KFP needs a literal default
+        gpu_toleration: dict = DEFAULT_TOLERATION,  # noqa: B006 - KFP needs a literal default
+    ) -> None:
+        gpu = lambda task: _on_gpu(task, profile, gpu_node_selector, gpu_toleration)  # noqa: E731
+        run_id = dsl.PIPELINE_JOB_ID_PLACEHOLDER
+        if profile.train is not None:
+            stage = profile.train
+            config = load_config(REPO / stage.config, stage.overrides)
+            inputs: dict[str, Any] = {}
+            if config.selection.kind == "pivot":
+                collected = _cached(collect_rollouts(config_yaml=stage.text(), overrides=stage.overrides),
+                                    "collect labelled rollouts")  # fmt: skip
+                evaluator = gpu(_cached(pretrain_evaluator(config_yaml=stage.text(), overrides=stage.overrides,
+                                                           dataset=collected.outputs["dataset"]),
+                                        "pretrain importance evaluator"))  # fmt: skip
+                inputs["evaluator"] = evaluator.outputs["evaluator"]
+            if config.tuning is not None and profile.tune_workers > 0:
+                tune_overrides = [*stage.overrides, *profile.tune_overrides]
+                with dsl.ParallelFor(items=list(range(profile.tune_workers)), name="tune-workers") as worker:
+                    workers = gpu(_training(tune_worker(config_yaml=stage.text(), overrides=tune_overrides,
+                                                        worker=worker)))  # fmt: skip
+                    workers.set_caching_options(False).set_display_name("Optuna worker")
+                best = tune_best(config_yaml=stage.text(), overrides=tune_overrides).after(workers)
+                best.set_caching_options(False).set_display_name("best trial")
+                inputs["tuned"] = best.output
+            trained = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id,
+                                          **inputs)))  # fmt: skip
+            trained.set_caching_options(False).set_display_name("train policy (tuned)")
+            _evaluate_register(trained.outputs["model"], stage.model_name, eval_episodes, eval_seed, "policy")
+        if profile.latent is not None:
+            stage = profile.latent
+            frames = _cached(collect_rollouts(config_yaml=stage.text(), overrides=stage.overrides), "collect frames")
+            encoder = gpu(_cached(pretrain_encoder(config_yaml=stage.text(), overrides=stage.overrides,
+                                                   dataset=frames.outputs["dataset"]),
+                                  "pretrain encoder + world model"))  # fmt: skip
+            curriculum = gpu(
+                _training(
+                    curriculum_train(
+                        config_yaml=stage.text(),
+                        overrides=stage.overrides,
+                        pipeline_run_id=run_id,
+                        encoder=encoder.outputs["encoder"],
+                    )
+                )
+            )
+            curriculum.set_caching_options(False).set_display_name("curriculum training")
+            _evaluate_register(curriculum.outputs["model"], stage.model_name, eval_episodes, eval_seed, "latent policy")
+        if profile.peft is not None:
+            stage = profile.peft
+            source = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id)))
+            source.set_caching_options(True).set_display_name("train PEFT source policy")
+            _evaluate_register(source.outputs["model"], stage.model_name, eval_episodes, eval_seed, "source policy")
+            compared = gpu(_training(peft_compare(config_yaml=stage.text(), overrides=stage.overrides,
+                                                  base=source.outputs["model"])))  # fmt: skip
+            compared.set_caching_options(False).set_display_name("compare PEFT methods")
+            adapted = evaluate(model=compared.outputs["best"], episodes=eval_episodes, seed=eval_seed)
+            adapted.set_caching_options(False).set_display_name("evaluate best adapted policy")
+
+    return production

@@ -1,0 +1,78 @@
+"""The production DAG: compiled per profile, GPU stages placed on the GPU pool, stages left out when off."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from frugalrl.cli import main
+from frugalrl.errors import ConfigError
+
+GPU_STAGES = {"pretrain-evaluator", "tune-worker", "train", "pretrain-encoder", "curriculum-train", "peft-compare"}
+
+
+def _compile(tmp_path, *args: str) -> tuple[dict, dict]:
+    output = tmp_path / "pipeline.yaml"
+    main(["pipeline", "compile", *args, "-o", str(output)])
+    docs = list(yaml.safe_load_all(output.read_text()))
+    return docs[0], (docs[1] if len(docs) > 1 else {})
+
+
+def _component(executor: str) -> str:
+    name = executor.removeprefix("exec-")
+    return name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
+
+
+def test_full_profile_puts_every_gpu_stage_on_the_gpu_pool(tmp_path):
+    ir, platform = _compile(tmp_path, "--profile", "full")
+    executors = ir["deploymentSpec"]["executors"]
+    placed = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    gpu = [e for e in executors if _component(e) in GPU_STAGES]
+    assert {_component(e) for e in gpu} == GPU_STAGES
+    for executor in gpu:
+        resources = executors[executor]["container"]["resources"]
+        assert resources["accelerator"]["resourceType"] == "nvidia.com/gpu", executor
+        assert int(resources["accelerator"]["resourceCount"]) >= 1
+        assert resources["resourceCpuRequest"] and resources["resourceMemoryLimit"]
+        # inside the ParallelFor the parameter arrives as pipelinechannel--<name>
+        selector = placed[executor]["nodeSelector"]["nodeSelectorJson"]["componentInputParameter"]
+        toleration = placed[executor]["tolerations"][0]["tolerationJson"]["componentInputParameter"]
+        assert selector.endswith("gpu_node_selector") and toleration.endswith("gpu_toleration")
+    for executor in set(executors) - set(gpu):  # evaluation, registration, collection: no GPU
+        assert "accelerator" not in executors[executor]["container"].get("resources", {}), executor
+    params = ir["root"]["inputDefinitions"]["parameters"]
+    assert {"gpu_node_selector", "gpu_toleration", "eval_episodes", "eval_seed"} <= set(params)
+
+
+def test_retries_on_training_and_caching_only_where_inputs_decide(tmp_path):
+    ir, _ = _compile(tmp_path, "--profile", "full")
+    tasks = ir["root"]["dag"]["tasks"]
+    assert tasks["train"]["retryPolicy"]["maxRetryCount"] == 2
+    assert tasks["curriculum-train"]["retryPolicy"]["backoffFactor"] == 2.0
+    assert tasks["collect-rollouts"]["cachingOptions"]["enableCache"] is True
+    assert tasks["pretrain-encoder"]["cachingOptions"]["enableCache"] is True
+    for name in ("evaluate", "register", "tune-best"):
+        assert not tasks[name]["cachingOptions"].get("enableCache", False), name
+    loop = tasks["for-loop-2"]
+    assert loop["parameterIterator"]["items"]["raw"] == "[0, 1, 2, 3]"  # four Optuna workers share one study
+    assert "for-loop-2" in tasks["tune-best"]["dependentTasks"]
+    assert tasks["train"]["inputs"]["parameters"]["tuned"]["taskOutputParameter"]["producerTask"] == "tune-best"
+
+
+def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_path):
+    ir, platform = _compile(tmp_path, "--profile", "quick")
+    executors = ir["deploymentSpec"]["executors"]
+    assert all("accelerator" not in e["container"].get("resources", {}) for e in executors.values())
+    assert not platform or not platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    custom = tmp_path / "no-tune.yaml"
+    custom.write_text(yaml.safe_dump({"name": "lean", "stages": {"train": {"config": "configs/cartpole-ppo.yaml",
+                                      "model_name": "cartpole-policy"}}}))  # fmt: skip
+    ir, _ = _compile(tmp_path, "--profile", str(custom))
+    assert set(ir["root"]["dag"]["tasks"]) == {"train", "evaluate", "register"}  # no pivot, tune, latent, peft
+
+
+def test_unknown_profile_is_a_clear_error(tmp_path):
+    from pipelines.production import load_profile
+
+    with pytest.raises(ConfigError, match="known profiles: \\['full', 'quick'\\]"):
+        load_profile("nope")
