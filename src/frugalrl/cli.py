@@ -334,6 +334,75 @@ def pipeline_compile(
     typer.echo(f"compiled: {output}")
 
 
+def _compiled(config: Path | None, profile: str | None, package: Path | None, where: Path) -> Path:
+    if sum(x is not None for x in (config, profile, package)) != 1:
+        raise FrugalError("pass exactly one of --config, --profile or --package")
+    if package is not None:
+        if not package.is_file():
+            raise FrugalError(f"--package {package} not found; compile one with `frugalrl pipeline compile`")
+        return package
+    return _pipelines().compile_pipeline(where, config, profile)
+
+
+def _parameters(items: list[str] | None) -> dict:
+    import yaml
+
+    params = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise FrugalError(f"--param {item!r}: expected KEY=VALUE, e.g. --param eval_episodes=20")
+        params[key] = yaml.safe_load(value)
+    return params
+
+
+ParamOption = Annotated[list[str] | None, typer.Option("--param", help="A pipeline parameter: KEY=VALUE")]
+HostOption = Annotated[str, typer.Option("--host", help="The KFP API server, e.g. http://localhost:8080")]
+
+
+@pipeline_app.command("submit")
+def pipeline_submit(
+    host: HostOption,
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    profile: Annotated[str | None, typer.Option("--profile")] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="An already compiled IR YAML.")] = None,
+    name: Annotated[str, typer.Option(help="The run's display name.")] = "frugalrl",
+    params: ParamOption = None,
+) -> None:
+    """Start one run on a Kubeflow Pipelines cluster (compiles first unless --package)."""
+    import tempfile
+
+    _pipelines()  # puts the checkout's pipelines/ on the path
+    from pipelines.remote import submit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        reply = submit(host, _compiled(config, profile, package, Path(tmp) / "p.yaml"), name, _parameters(params))
+    typer.echo(f"run {reply.get('run_id', '?')} submitted to {host}")
+
+
+@pipeline_app.command("schedule")
+def pipeline_schedule(
+    host: HostOption,
+    cron: Annotated[str, typer.Option("--cron", help="Cron expression, 5 or 6 fields (KFP: seconds first).")],
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    profile: Annotated[str | None, typer.Option("--profile")] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="An already compiled IR YAML.")] = None,
+    name: Annotated[str, typer.Option(help="The recurring run's display name.")] = "frugalrl-scheduled",
+    params: ParamOption = None,
+) -> None:
+    """Create a recurring run on a Kubeflow Pipelines cluster."""
+    import tempfile
+
+    _pipelines()
+    from pipelines.remote import kfp_cron, schedule
+
+    kfp_cron(cron)  # a bad expression fails before anything is compiled or sent
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = _compiled(config, profile, package, Path(tmp) / "p.yaml")
+        reply = schedule(host, spec, name, _parameters(params), cron)
+    typer.echo(f"recurring run {reply.get('recurring_run_id', '?')} ({kfp_cron(cron)}) created on {host}")
+
+
 @pipeline_app.command("run")
 def pipeline_run(
     config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML.")],

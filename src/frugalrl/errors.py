@@ -38,3 +38,7 @@ class PipelineFailed(FrugalError):
     """A pipeline step failed; its own log (printed above) says why."""
 
     exit_code = 1
+
+
+class ClusterError(FrugalError):
+    """The Kubeflow Pipelines API server is unreachable or refused a request (check --host, KFP_TOKEN)."""
