@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.frugalrl-installed
 
-.PHONY: demo test lint setup clean
+.PHONY: demo test lint check-infra setup clean
 
 setup: $(STAMP)
 
@@ -20,8 +20,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/frugalrl pipeline run --config configs/cartpole-ppo.yaml
 
-test: $(STAMP)
+test: $(STAMP) check-infra
 	$(BIN)/python -m pytest -q
+
+check-infra: $(STAMP)
+	BIN=$(BIN) scripts/check_infra.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

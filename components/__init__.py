@@ -9,4 +9,8 @@ it to your registry and compile with ``FRUGALRL_IMAGE=<registry>/frugalrl:0.1.0-
 
 import os
 
-FRUGALRL_IMAGE = os.environ.get("FRUGALRL_IMAGE", "frugalrl:0.1.0-cpu")
+# FRUGALRL_IMAGE names the image outright; otherwise it is <FRUGALRL_REGISTRY>/frugalrl:<FRUGALRL_IMAGE_TAG>
+# (e.g. FRUGALRL_REGISTRY=ghcr.io/acme FRUGALRL_IMAGE_TAG=0.1.0-cuda for GPU node pools).
+_REGISTRY = os.environ.get("FRUGALRL_REGISTRY", "").rstrip("/")
+_TAG = os.environ.get("FRUGALRL_IMAGE_TAG", "0.1.0-cpu")
+FRUGALRL_IMAGE = os.environ.get("FRUGALRL_IMAGE") or (f"{_REGISTRY}/" if _REGISTRY else "") + f"frugalrl:{_TAG}"
