@@ -82,3 +82,21 @@ def test_sqlite_store_in_missing_folder_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/no/such/dir/mlflow.db")
     with pytest.raises(TrackingError, match="missing or not writable"):
         check_tracking()
+
+
+def test_lineage_names_pretrained_inputs_by_their_mlflow_uri(tmp_path):
+    import json
+
+    from frugalrl.tracking import lineage_tags, pretrained_inputs
+
+    encoder_dir = tmp_path / "encoder"
+    encoder_dir.mkdir()
+    (encoder_dir / "summary.json").write_text(json.dumps({"model_uri": "models:/m-abc123"}))
+    config = tiny_config(pivot={"evaluator_from": "models:/cartpole-evaluator@champion"})
+    assert pretrained_inputs(config) == {"frugalrl.lineage.evaluator": "models:/cartpole-evaluator@champion"}
+    from frugalrl.config import load_config
+
+    latent = load_config(REPO / "configs/breakout-latent.yaml", [f"latent.encoder_from={encoder_dir}"])
+    tags = lineage_tags(latent)
+    assert tags["frugalrl.lineage.encoder"] == "models:/m-abc123"  # the pipeline artifact, named by its model
+    assert tags["frugalrl.pkg.torch"] and tags["frugalrl.git_dirty"] in ("true", "false")

@@ -100,15 +100,16 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     """
     from frugalrl.config import load_config
     from frugalrl.errors import TrackingError
-    from frugalrl.tracking import gate_promotion, register_model
+    from frugalrl.tracking import gate_promotion, pretrained_inputs, register_model
 
     summary = json.loads((Path(run_dir) / "summary.json").read_text())
     model_uri, run_id = summary.get("model_uri"), summary.get("mlflow_run_id")
     if not model_uri or not run_id:
         raise TrackingError(f"run {run_dir} logged no MLflow model; train with tracking.enabled and tracking.log_model")
-    config = load_config(Path(run_dir) / "config.yaml")
     eval_mean = sum(eval_returns) / len(eval_returns)
+    config = load_config(Path(run_dir) / "config.yaml")
     lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
+    lineage.update(pretrained_inputs(config))  # which encoder / evaluator trained this policy
     version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
     decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}

@@ -107,11 +107,41 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def lineage_source(reference: str) -> str:
+    """Where a pretrained input came from, as an MLflow URI when it has one.
+
+    A registry or run URI stays as it is; a local directory (a pipeline artifact) is named by
+    the model URI its summary.json recorded, so the registry links the policy to it.
+    """
+    import json
+
+    if reference.startswith(("models:/", "runs:/")):
+        return reference
+    summary = Path(reference) / "summary.json"
+    if summary.is_file():
+        recorded = json.loads(summary.read_text())
+        return recorded.get("model_uri") or recorded.get("registered_uri") or reference
+    return reference
+
+
+def pretrained_inputs(config: ExperimentConfig) -> dict[str, str]:
+    """Lineage tags naming the encoder, evaluator or source policy a run was built on."""
+    tags = {}
+    if config.latent.enabled and config.latent.encoder_from:
+        tags["frugalrl.lineage.encoder"] = lineage_source(config.latent.encoder_from)
+    if config.pivot.evaluator_from:
+        tags["frugalrl.lineage.evaluator"] = lineage_source(config.pivot.evaluator_from)
+    if config.peft is not None and config.peft.source:
+        tags["frugalrl.lineage.peft_source"] = lineage_source(config.peft.source)
+    return tags
+
+
 def lineage_tags(config: ExperimentConfig) -> dict[str, str]:
-    """Tags that tie a run to its code, config, seed, packages, image and pipeline run."""
+    """Tags that tie a run to its code, config, seed, packages, image, pretrained inputs and pipeline run."""
     packages = {f"frugalrl.pkg.{name}": version for name, version in package_versions().items()}
     return {
         **packages,
+        **pretrained_inputs(config),
         "frugalrl.image_digest": os.environ.get(IMAGE_DIGEST_ENV, "unknown"),
         "frugalrl.git_dirty": str(git_dirty()).lower(),
         "frugalrl.git_commit": git_commit(),
