@@ -29,6 +29,7 @@ from components.peft_compare import peft_compare
 from components.pretrain_encoder import pretrain_encoder
 from components.pretrain_evaluator import pretrain_evaluator
 from components.register import register
+from components.report import report
 from components.train import train
 from components.tune import tune_best, tune_worker
 from kfp import dsl, kubernetes
@@ -129,6 +130,7 @@ def build_pipeline(profile: Profile) -> Any:
     ) -> None:
         gpu = lambda task: _on_gpu(task, profile, gpu_node_selector, gpu_toleration)  # noqa: E731
         run_id = dsl.PIPELINE_JOB_ID_PLACEHOLDER
+        reported: dict[str, Any] = {}  # what the report stage reads
         if profile.train is not None:
             stage = profile.train
             config = load_config(REPO / stage.config, stage.overrides)
@@ -152,7 +154,9 @@ def build_pipeline(profile: Profile) -> Any:
             trained = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id,
                                           **inputs)))  # fmt: skip
             trained.set_caching_options(False).set_display_name("train policy (tuned)")
-            _evaluate_register(trained.outputs["model"], stage.model_name, eval_episodes, eval_seed, "policy")
+            model = trained.outputs["model"]
+            promoted = _evaluate_register(model, stage.model_name, eval_episodes, eval_seed, "policy")
+            reported["policy"], reported["promotion"] = model, promoted.outputs["report"]
         if profile.latent is not None:
             stage = profile.latent
             frames = _cached(collect_rollouts(config_yaml=stage.text(), overrides=stage.overrides), "collect frames")
@@ -170,7 +174,11 @@ def build_pipeline(profile: Profile) -> Any:
                 )
             )
             curriculum.set_caching_options(False).set_display_name("curriculum training")
-            _evaluate_register(curriculum.outputs["model"], stage.model_name, eval_episodes, eval_seed, "latent policy")
+            latent = _evaluate_register(curriculum.outputs["model"], stage.model_name, eval_episodes, eval_seed,
+                                        "latent policy")  # fmt: skip
+            key = "latent_" if reported else ""
+            reported[f"{key}policy"] = curriculum.outputs["model"]
+            reported[f"{key}promotion"] = latent.outputs["report"]
         if profile.peft is not None:
             stage = profile.peft
             source = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id)))
@@ -181,5 +189,9 @@ def build_pipeline(profile: Profile) -> Any:
             compared.set_caching_options(False).set_display_name("compare PEFT methods")
             adapted = evaluate(model=compared.outputs["best"], episodes=eval_episodes, seed=eval_seed)
             adapted.set_caching_options(False).set_display_name("evaluate best adapted policy")
+            reported["peft_table"] = compared.outputs["table"]
+        if "policy" in reported:
+            summary = report(**reported).set_caching_options(False)
+            summary.set_display_name("report")
 
     return production

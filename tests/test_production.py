@@ -68,7 +68,8 @@ def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_pa
     custom.write_text(yaml.safe_dump({"name": "lean", "stages": {"train": {"config": "configs/cartpole-ppo.yaml",
                                       "model_name": "cartpole-policy"}}}))  # fmt: skip
     ir, _ = _compile(tmp_path, "--profile", str(custom))
-    assert set(ir["root"]["dag"]["tasks"]) == {"train", "evaluate", "register"}  # no pivot, tune, latent, peft
+    # no pivot, tune, latent or peft stage
+    assert set(ir["root"]["dag"]["tasks"]) == {"train", "evaluate", "register", "report"}
 
 
 def test_unknown_profile_is_a_clear_error(tmp_path):
@@ -76,3 +77,28 @@ def test_unknown_profile_is_a_clear_error(tmp_path):
 
     with pytest.raises(ConfigError, match="known profiles: \\['full', 'quick'\\]"):
         load_profile("nope")
+
+
+def test_report_has_curves_costs_decisions_and_peft(tmp_path):
+    """The report stage's library call on real run directories."""
+    from frugalrl.steps import report_step
+    from frugalrl.train import train
+
+    from .conftest import tiny_config
+
+    run = tmp_path / "run"
+    train(tiny_config(), run, interactive=False)
+    baseline_free = report_step({"policy": str(run)}, ["# cartpole-policy version 3\n- decision: kept"],
+                                str(tmp_path / "report.html"))  # fmt: skip
+    text = (tmp_path / "report.html").read_text()
+    assert baseline_free["mlflow_run_id"] is None
+    assert "<h2>Learning curves</h2>" in text and "data:image/png;base64," in text
+    assert "Cost per stage" in text
+    assert "decision: kept" in text
+    from frugalrl.report import RunInput, build_report
+
+    with_baseline = build_report([RunInput("pivot", run)], baseline=RunInput("ppo", run))
+    assert "FLOPs / baseline" in with_baseline and "1.000" in with_baseline
+    ir, _ = _compile(tmp_path, "--profile", "full")
+    inputs = ir["root"]["dag"]["tasks"]["report"]["inputs"]["artifacts"]
+    assert {"policy", "promotion", "latent_policy", "latent_promotion", "peft_table"} <= set(inputs)

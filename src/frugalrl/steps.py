@@ -115,6 +115,28 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
 
 
+def report_step(
+    runs: dict[str, str], decisions: list[str], out_html: str, peft_dir: str | None = None
+) -> dict[str, Any]:
+    """Write the pipeline's HTML report from run directories; log it to the first run's MLflow run."""
+    from frugalrl.report import RunInput, build_report
+
+    inputs = [RunInput(label, Path(path)) for label, path in runs.items()]
+    images = [p for run in inputs for p in sorted(run.directory.glob("*.png")) if "latent" in p.name]
+    text = build_report(inputs, decisions, peft_dir=Path(peft_dir) if peft_dir else None, images=images)
+    Path(out_html).write_text(text)
+    run_id = inputs[0].summary.get("mlflow_run_id") if inputs else None
+    if run_id:
+        import mlflow
+
+        from frugalrl.tracking import check_tracking
+
+        mlflow.set_tracking_uri(check_tracking())
+        with mlflow.start_run(run_id=run_id):
+            mlflow.log_artifact(out_html, artifact_path="report")
+    return {"html": out_html, "mlflow_run_id": run_id}
+
+
 def _maybe(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
