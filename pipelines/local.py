@@ -75,3 +75,38 @@ def run_local(
 
     tags = registry_client().get_model_version(name, version).tags
     return LocalRunResult(name, version, uri, root, float(tags.get("frugalrl.score", "nan")))
+
+
+def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eval_episodes: int = 5) -> list[str]:
+    """Run a profile's production DAG here (kfp.local); returns what to print: champions, report, MLflow UI.
+
+    The tune workers share one study in ``OPTUNA_STORAGE``, by default a sqlite file under ``root``.
+    """
+    from pipelines.production import build_pipeline, load_profile
+
+    profile = load_profile(profile_name)  # validates every stage's config before any step starts
+    uri = check_tracking(tracking_uri())
+    os.environ["MLFLOW_TRACKING_URI"] = uri
+    root = root.resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("OPTUNA_STORAGE", f"sqlite:///{root / 'optuna.db'}")
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*non-Python base image.*")
+        warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
+        try:
+            build_pipeline(profile)(eval_episodes=eval_episodes)
+        except RuntimeError as exc:
+            raise PipelineFailed(f"{str(exc).splitlines()[0]}; the step's log above says why") from None
+    from frugalrl.tracking import registry_client
+
+    client = registry_client()
+    lines = []
+    for stage in (profile.train, profile.latent, profile.peft):
+        if stage is not None:
+            champion = client.get_model_version_by_alias(stage.model_name, "champion")
+            lines.append(f"champion: models:/{stage.model_name}@champion (version {champion.version})")
+    reports = sorted(root.rglob("html"), key=lambda p: p.stat().st_mtime)
+    lines.append(f"report: {reports[-1] if reports else 'not written'}")
+    lines.append(f"MLflow UI: mlflow ui --backend-store-uri {uri}")
+    return lines

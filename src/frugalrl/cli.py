@@ -405,15 +405,21 @@ def pipeline_schedule(
 
 @pipeline_app.command("run")
 def pipeline_run(
-    config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML.")],
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Experiment YAML.")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", help="Run a profile's production DAG instead.")] = None,
     overrides: SetOption = None,
     model_name: Annotated[str | None, typer.Option(help="Registered model name; default <env>-policy.")] = None,
     root: Annotated[Path, typer.Option(help="Where kfp.local keeps step outputs.")] = Path("pipeline_runs"),
 ) -> None:
-    """Run the pipeline on this machine (kfp.local, MLflow sqlite by default)."""
-    run_local = _pipelines().run_local
-
-    result = run_local(config, overrides or [], model_name=model_name, root=root)
+    """Run a pipeline on this machine (kfp.local, MLflow sqlite by default)."""
+    if (config is None) == (profile is None):
+        raise FrugalError("pass --config FILE (a training pipeline) or --profile NAME (the production DAG)")
+    pipelines = _pipelines()
+    if profile is not None:
+        for line in pipelines.run_profile_local(profile, root):
+            typer.echo(line)
+        return
+    result = pipelines.run_local(config, overrides or [], model_name=model_name, root=root)
     for line in result.lines():
         typer.echo(line)
 
