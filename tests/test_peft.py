@@ -168,6 +168,10 @@ def test_compare_writes_table_plot_adapters_and_mlflow(tmp_path, capsys):
     cli_main(["peft", "apply", str(out / "source"), adapter_uri, "--out", str(tmp_path / "applied")])
     applied, config = load_policy_file(tmp_path / "applied")
     assert config.policy.adapter.method == "lora"
+    sets = [a for o in overrides for a in ("--set", o)]
+    before = (out / "peft_runs.csv").read_text()
+    cli_main(["peft", "compare", "-c", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(out), "--resume", *sets])
+    assert (out / "peft_runs.csv").read_text() == before  # every run was finished: nothing re-run, nothing lost
     with pytest.raises(SystemExit) as exc:  # a second comparison into the same directory is refused
         cli_main(["peft", "compare", "-c", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(out)])
     assert exc.value.code == 2

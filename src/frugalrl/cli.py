@@ -153,13 +153,17 @@ def peft_compare_command(
     config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML with a peft section.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the table, plot, adapters, summary.")],
     workers: Annotated[int, typer.Option(min=1, help="Fine-tuning runs in parallel (one process each).")] = 1,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted comparison in OUT.")] = False,
+    report_only: Annotated[
+        bool, typer.Option("--report-only", help="Write the table from the runs finished in OUT; run none.")
+    ] = False,
     overrides: SetOption = None,
 ) -> None:
     """Fine-tune the source policy on every target with every method; write the comparison table."""
     from frugalrl.config import load_config
     from frugalrl.peft.compare import compare
 
-    summary = compare(load_config(config, overrides or []), out, workers)
+    summary = compare(load_config(config, overrides or []), out, workers, resume=resume, report_only=report_only)
     typer.echo((out / "peft_table.md").read_text())
     typer.echo(f"best parameter-efficient method: {summary['best_method']}; table: {out / 'peft_table.csv'}")
 

@@ -184,23 +184,51 @@ def best_method(table: list[dict]) -> str | None:
     return max(scores, key=lambda m: statistics.mean(scores[m])) if scores else None
 
 
-def compare(config: ExperimentConfig, out: Path, workers: int = 1) -> dict[str, Any]:
-    """Run the comparison a config's ``peft`` section describes; write DIR; return the summary."""
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    """The rows of a ``peft_runs.csv`` with their types back."""
+    integers = {"seed", "trainable", "critic_trainable", "env_steps"}
+    rows = []
+    for raw in csv.DictReader(path.open()):
+        rows.append({k: v if k in ("method", "target") else (int(v) if k in integers else float(v))
+                     for k, v in raw.items()})  # fmt: skip
+    return rows
+
+
+def compare(
+    config: ExperimentConfig, out: Path, workers: int = 1, resume: bool = False, report_only: bool = False
+) -> dict[str, Any]:
+    """Run the comparison a config's ``peft`` section describes; write DIR; return the summary.
+
+    ``resume`` continues an interrupted comparison in DIR (same config): finished runs are kept,
+    the rest run. ``report_only`` writes the table from the runs finished so far, running none.
+    """
+    from frugalrl.config import load_config
     from frugalrl.train import start_run_dir, train, write_json
 
     peft = config.peft
     if peft is None:
         raise ConfigError("this config has no peft section; see configs/peft-quick.yaml")
     out = Path(out)
-    if (out / "peft_runs.csv").exists():
-        raise ConfigError(f"{out} already holds a PEFT comparison; pick a new --out")
-    start_run_dir(config, out)
+    done: list[dict] = []
+    if resume or report_only:
+        if not (out / "config.yaml").is_file():
+            raise ConfigError(f"{out} holds no PEFT comparison to continue; start one without --resume")
+        if load_config(out / "config.yaml").hash() != config.hash():
+            raise ConfigError(f"{out} was started with another config; continue it with the same config and --set")
+        done = read_runs(out / "peft_runs.csv") if (out / "peft_runs.csv").is_file() else []
+    elif (out / "peft_runs.csv").exists():
+        raise ConfigError(f"{out} already holds a PEFT comparison; continue it with --resume or pick a new --out")
+    else:
+        start_run_dir(config, out)
     source_uri, source = peft.source, None
     if source_uri is not None:
         try:
             source = load_source(source_uri)
         except SourceMissing as exc:  # not registered yet: train it, as when no source is named
             print(f"{exc}; training the source policy with this config", flush=True)
+    if source is None and (out / "source" / "checkpoint.pt").is_file() and (resume or report_only):
+        source_uri = str(out / "source")
+        source = load_source(source_uri)
     if source is None:
         train(config.model_copy(update={"peft": None}), out / "source")
         source_uri = str(out / "source")
@@ -215,8 +243,10 @@ def compare(config: ExperimentConfig, out: Path, workers: int = 1) -> dict[str, 
             f"source policy {source_uri} returns {before.mean:.1f} < peft.min_source_return {peft.min_source_return}; "
             "train it longer (fine-tuning a weak policy compares nothing)"
         )
+    finished = {(r["method"], r["target"], r["seed"]) for r in done}
     jobs = [(m, t.name, s) for t in peft.targets for m in peft.methods for s in range(1, peft.seeds + 1)]
-    rows: list[dict] = []
+    jobs = [] if report_only else [job for job in jobs if job not in finished]
+    rows: list[dict] = list(done)
     args = (source_uri, config.to_dict())
     with ProcessPoolExecutor(max(1, workers), mp_context=get_context("spawn")) as pool:
         futures = [pool.submit(_job, *args, m, t, s, str(out)) for m, t, s in jobs]
@@ -267,7 +297,10 @@ def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) ->
     from frugalrl.peft.store import apply_adapter
     from frugalrl.policy_store import save_policy
 
-    policy, config = apply_adapter(source_uri, str(out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE))
+    adapter = out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE
+    if not adapter.is_file():  # a partial comparison (report-only) may not have run it
+        return
+    policy, config = apply_adapter(source_uri, str(adapter))
     env = target_env(config, target)  # evaluators of best/ play the task it was adapted to
     policy.spec["env"] = env.model_dump(mode="json")
     (out / "best").mkdir(exist_ok=True)
