@@ -40,11 +40,31 @@ def train(
     config: Annotated[Path | None, typer.Argument(help="Experiment YAML (not needed with --resume).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory to write.")] = None,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Train on N workers under torchrun (gradient fusion).")
+    ] = None,
     overrides: SetOption = None,
 ) -> None:
     """Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."""
     from frugalrl.config import load_config
+    from frugalrl.fusion.launch import torchrun, under_torchrun
     from frugalrl.train import train as run_training
+
+    if workers is not None:
+        overrides = [*(overrides or []), f"distributed.workers={workers}"]
+    if config is not None and out is not None and not under_torchrun():
+        cfg = load_config(config, overrides or [])  # a bad config fails here, before any worker starts
+        if cfg.distributed.workers > 1:
+            sets = [a for o in overrides or [] for a in ("--set", o)]
+            code = torchrun([str(config), "--out", str(out), *sets], cfg.distributed.workers)
+            if code != 0:
+                raise FrugalError(f"a training worker failed (exit code {code}); its log above says why")
+            summary = json.loads((out / "summary.json").read_text())
+            typer.echo(f"eval_mean {summary['eval_mean']:.2f} over {summary['eval_episodes']} episodes; "
+                       f"{summary['workers']} workers, {summary['bytes_sent']:,.0f} bytes sent "
+                       f"({summary['compression_ratio']:.1f}x less than dense)")  # fmt: skip
+            typer.echo(f"summary: {out / 'summary.json'}")
+            return
 
     if resume is not None:
         if out is not None and out.resolve() != resume.resolve():
@@ -62,6 +82,9 @@ def train(
             )
         cfg = load_config(config, overrides or [])
         summary = run_training(cfg, out)
+    if "rank" in summary:  # a torchrun worker other than rank 0: rank 0 reports
+        typer.echo(f"worker rank {summary['rank']} done")
+        return
     typer.echo(
         f"eval_mean {summary['eval_mean']:.2f} +- {summary['eval_std']:.2f} over {summary['eval_episodes']} episodes"
     )

@@ -395,6 +395,20 @@ class EvalConfig(_Strict):
     seed: int = Field(10_000, ge=0, description="episode i uses seed + i")
 
 
+class DistributedConfig(_Strict):
+    """Multi-worker training (``frugalrl.fusion``): workers > 1 runs under torchrun, gradients fused."""
+
+    workers: int = Field(1, ge=1, le=64)
+    mode: Literal["topk", "dense"] = Field("topk", description="top-k fusion, or a dense all-reduce (baseline)")
+    topk: float = Field(0.2, gt=0.0, le=1.0, description="share of each gradient tensor sent per step")
+    beta: float = Field(0.0, ge=0.0, lt=1.0, description="fusion momentum: g = beta g + (1 - beta) mean")
+    clip: float = Field(0.0, ge=0.0, description="norm clip of the fused gradient at step 0 (0 = none)")
+    clip_decay: float = Field(0.999, gt=0.0, le=1.0, description="the clip threshold's factor per step")
+    value_dtype: Literal["float32", "float16"] = Field("float16", description="values sent (indices: int16/int32)")
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+    timeout_s: int = Field(120, ge=5, description="a collective waiting longer fails the job (a dead worker)")
+
+
 class CheckpointConfig(_Strict):
     every_updates: int = Field(50, ge=1)
 
@@ -530,6 +544,7 @@ class ExperimentConfig(_Strict):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+    distributed: DistributedConfig = Field(default_factory=DistributedConfig)
     tuning: TuningConfig | None = Field(None, description="Optuna search (`frugalrl tune`)")
     log_every_updates: int = Field(10, ge=1)
 
@@ -562,6 +577,21 @@ class ExperimentConfig(_Strict):
                 f"latent.enabled with selection.kind {self.selection.kind}: the latent curriculum does not "
                 "combine with sample selection yet; set selection.kind: all"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _distributed_supported(self) -> ExperimentConfig:
+        if self.distributed.workers > 1:
+            if self.latent.enabled or self.selection.kind != "all":
+                raise ValueError(
+                    "distributed.workers > 1: the latent curriculum and sample selection do not run on several "
+                    "workers yet; set distributed.workers: 1 or turn them off"
+                )
+            if self.algo == "ppo" and self.ppo.target_kl is not None:
+                raise ValueError(
+                    "distributed.workers > 1 with ppo.target_kl: workers would stop their epochs at different "
+                    "minibatches and wait for each other forever; set ppo.target_kl: null"
+                )
         return self
 
     @model_validator(mode="after")

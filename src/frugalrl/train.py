@@ -46,6 +46,7 @@ from frugalrl.envs.wrappers import (
 )
 from frugalrl.errors import CheckpointError, FrugalError, TrainingDiverged
 from frugalrl.evaluation import evaluate_policy
+from frugalrl.fusion.launch import under_torchrun
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import save_policy
 from frugalrl.progress import TrainingProgress
@@ -193,6 +194,16 @@ def train(
 
         return train_latent(config, out_dir, interactive)
     out = Path(out_dir)
+    sync = None
+    if under_torchrun():  # one of N workers: gradients are fused; rank 0 alone reports and checkpoints
+        from frugalrl.fusion.launch import init_distributed
+
+        sync = init_distributed(config)
+        if resume:
+            raise FrugalError("multi-worker runs cannot be resumed yet; start a new run with --out")
+        if sync.rank > 0:
+            out = out / f"rank{sync.rank}"
+            config = config.model_copy(update={"tracking": config.tracking.model_copy(update={"enabled": False})})
     ckpt_path = out / CHECKPOINT_FILE
     state = None
     if resume:
@@ -205,11 +216,17 @@ def train(
 
     env = make_vec_env(config.env, gamma=config.algo_config.gamma)
     meter = CostMeter()
-    agent = build_learner(config, env, meter, device)
+    agent = build_learner(config, env, meter, device)  # the same initial weights on every worker
+    rank = sync.rank if sync else 0
+    if sync:
+        agent.gradient_sync = sync
+        torch.manual_seed(config.seed + 1000 * rank)  # each worker samples its own actions and minibatches
+        if hasattr(agent, "rng"):
+            agent.rng = np.random.default_rng(config.seed + 1000 * rank)
     if state is not None:
         _restore(state, agent, meter, config)
     else:
-        agent.start(config.seed)
+        agent.start(config.seed + 1000 * rank)  # and plays its own episodes
 
     tracker_cm: Any = contextlib.nullcontext(None)
     if config.tracking.enabled:
@@ -243,12 +260,29 @@ def train(
                     if on_update is not None:
                         on_update(agent, metrics)
                     last = agent.update == agent.num_updates
-                    if agent.update % config.checkpoint.every_updates == 0 or last:
+                    if (agent.update % config.checkpoint.every_updates == 0 or last) and rank == 0:
                         save_checkpoint(ckpt_path, _checkpoint_state(agent, meter, config, run_id))
-            return finish_run(config, out, agent, meter, tracker, device)
+            if sync is None:
+                return finish_run(config, out, agent, meter, tracker, device)
+            if rank > 0:
+                return {"rank": rank, **sync.summary()}
+            techniques = [*learner_techniques(agent), "gradient_fusion"]
+            extra = {**sync.summary(), "real_env_steps_all_workers": meter.real_env_steps * sync.world_size}
+            return finish_run(config, out, agent, meter, tracker, device, techniques=techniques, extra=extra)
     finally:
         metrics_log.close()
         env.close()
+        if sync is not None:
+            from frugalrl.fusion.launch import close_distributed
+
+            close_distributed()
+
+
+def learner_techniques(agent: Learner) -> list[str]:
+    """The techniques a learner runs with (off-policy RMT parts, or PPO's sample selector)."""
+    if hasattr(agent, "techniques"):
+        return list(agent.techniques)
+    return [agent.selector.technique] if agent.selector.technique else []
 
 
 def finish_run(
@@ -275,10 +309,8 @@ def finish_run(
         from frugalrl.meta.plot import plot_training_trace
 
         plot_training_trace(out / "metrics.jsonl", out / TRACE_PLOT)
-    if techniques is None and hasattr(agent, "techniques"):
-        techniques = list(agent.techniques)
     if techniques is None:
-        techniques = [agent.selector.technique] if agent.selector.technique else []
+        techniques = learner_techniques(agent)
     save_policy(out / "policy.pt", policy, config)
     started = time.perf_counter()
     result = evaluate_policy(policy, config.env, config.eval.episodes, config.eval.seed, config.eval.deterministic)

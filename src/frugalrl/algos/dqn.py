@@ -131,6 +131,8 @@ class DQN(OffPolicyLearner):
             self.optimizer.zero_grad(set_to_none=True)
             self.meter.run_counted("backward", loss.backward, hp.batch_size)
             self.meter.backward_samples += hp.batch_size
+            if self.gradient_sync is not None:
+                self.gradient_sync(self.policy.parameters())
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), hp.max_grad_norm)
             self.optimizer.step()
             self.replay.update_priorities(batch.indices, td.detach().cpu().numpy())

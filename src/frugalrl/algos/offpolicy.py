@@ -77,6 +77,7 @@ class OffPolicyLearner(ABC):
         self.meta_on = config.meta.enabled
         self.stages = ScoreStages(config.score_stages)
         self.techniques = rmt_techniques(config)
+        self.gradient_sync: Any = None  # multi-worker runs: fuses gradients (frugalrl.fusion)
 
     # ------------------------------------------------------------------ what a learner defines
     @abstractmethod

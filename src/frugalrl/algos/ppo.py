@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -70,6 +71,7 @@ class PPO:
             env.single_observation_space, env.single_action_space, config.policy
         ).to(device)
         self.selector: SampleSelector = selector or AllSamples()  # which samples get compute
+        self.gradient_sync: Callable[..., None] | None = None  # multi-worker runs: fuses gradients
         self.optimizer = optimizer or torch.optim.Adam(
             self.policy.parameters(), lr=self.hp.learning_rate, eps=self.hp.adam_eps, **_fast_adam(device)
         )
@@ -239,6 +241,8 @@ class PPO:
                 self.optimizer.zero_grad(set_to_none=True)
                 self.meter.run_counted("backward", loss.backward, k)
                 self.meter.backward_samples += k
+                if self.gradient_sync is not None:
+                    self.gradient_sync(self.policy.parameters())
                 nn.utils.clip_grad_norm_(self.policy.parameters(), hp.max_grad_norm)
                 self.optimizer.step()
 

@@ -173,6 +173,8 @@ class SAC(OffPolicyLearner):
             critic_loss = (weights * ((q1 - targets) ** 2 + (q2 - targets) ** 2)).mean() / 2
             self.critic_optimizer.zero_grad(set_to_none=True)
             self.meter.run_counted("backward", critic_loss.backward, bs)
+            if self.gradient_sync is not None:
+                self.gradient_sync(self.critic.parameters(), "critic")
             self.critic_optimizer.step()
 
             def actor_step(o=obs, a=alpha) -> tuple[torch.Tensor, torch.Tensor]:
@@ -181,6 +183,8 @@ class SAC(OffPolicyLearner):
                 loss = (a * logprob - q_new).mean()
                 self.actor_optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                if self.gradient_sync is not None:
+                    self.gradient_sync(self.policy.parameters(), "actor")
                 self.actor_optimizer.step()
                 return loss.detach(), logprob.detach()
 
@@ -192,6 +196,8 @@ class SAC(OffPolicyLearner):
                 alpha_loss = -(self.log_alpha * (logprob + self.target_entropy)).mean()
                 self.alpha_optimizer.zero_grad(set_to_none=True)
                 alpha_loss.backward()
+                if self.gradient_sync is not None:
+                    self.gradient_sync([self.log_alpha], "temperature")
                 self.alpha_optimizer.step()
             with torch.no_grad():
                 for target, online in zip(self.critic_target.parameters(), self.critic.parameters(), strict=True):

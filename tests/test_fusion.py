@@ -1,0 +1,145 @@
+"""Gradient fusion: equal to a dense all-reduce at k=1, error feedback loses nothing, dead workers fail fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from frugalrl.config import DistributedConfig
+from frugalrl.fusion import GradientFusion, Layout, decode, encode
+
+from .conftest import REPO
+
+
+def test_error_feedback_conserves_the_gradient_mass():
+    """Over steps, what was sent plus what is still held back equals the sum of the raw gradients."""
+    torch.manual_seed(0)
+    shapes = [(64, 4), (40_000,), (3,)]
+    layout = Layout.for_tensors([int(torch.tensor(s).prod()) for s in shapes], 0.05, torch.float16)
+    residuals = [torch.zeros(layout.numels[i]) for i in range(len(shapes))]
+    raw_sum = [torch.zeros(n) for n in layout.numels]
+    sent_sum = [torch.zeros(n) for n in layout.numels]
+    for _ in range(20):
+        grads = [torch.randn(s) for s in shapes]
+        buffer = encode(grads, residuals, layout)
+        assert buffer.numel() == layout.nbytes  # the counted bytes are the buffer's
+        for i, (g, sent) in enumerate(zip(grads, decode(buffer, layout), strict=True)):
+            raw_sum[i] += g.reshape(-1)
+            sent_sum[i] += sent
+    for raw, sent, residual in zip(raw_sum, sent_sum, residuals, strict=True):
+        torch.testing.assert_close(sent + residual, raw, rtol=0, atol=1e-4)
+    assert layout.index_dtypes == (torch.int16, torch.int32, torch.int16)  # int16 where the tensor is small
+
+
+def _worker(rank: int, world: int, port: int, results: dict) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(rank)
+    params = [torch.nn.Parameter(torch.zeros(s)) for s in [(8, 5), (5,), (300,)]]
+    grads = [torch.randn(p.shape) for p in params]
+    out = {}
+    for mode in ("dense", "topk"):
+        config = DistributedConfig(mode=mode, topk=1.0, beta=0.0, value_dtype="float32")
+        for p, g in zip(params, grads, strict=True):
+            p.grad = g.clone()
+        fusion = GradientFusion(config, world)
+        fusion.synchronize(params)
+        out[mode] = [p.grad.clone() for p in params]
+        out[f"{mode}_bytes"] = (fusion.bytes_sent, fusion.dense_bytes)
+    results[rank] = out
+    dist.destroy_process_group()
+
+
+def test_topk_with_k_1_and_beta_0_equals_dense_all_reduce():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    results = mp.Manager().dict()
+    mp.spawn(_worker, args=(2, port, results), nprocs=2, join=True)
+    for rank in (0, 1):
+        for dense, topk in zip(results[rank]["dense"], results[rank]["topk"], strict=True):
+            torch.testing.assert_close(topk, dense, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(results[0]["topk"][2], results[1]["topk"][2])  # the same gradient everywhere
+    sent, dense = results[0]["topk_bytes"]
+    assert sent == 345 * (4 + 2) and dense == 345 * 4  # k=1 sends every value plus an int16 index
+
+
+def _train(tmp_path, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "frugalrl.cli",
+        "train",
+        str(REPO / "configs/cartpole-ppo.yaml"),
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+        "--set",
+        "tracking.enabled=false",
+        "--set",
+        "eval.episodes=3",
+        *extra,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def test_two_gloo_workers_train_and_report_bytes(tmp_path):
+    proc = _train(tmp_path, "--set", "ppo.total_timesteps=2048")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["workers"] == 2 and "gradient_fusion" in summary["techniques"]
+    assert summary["bytes_sent"] > 0 and summary["dense_equivalent_bytes"] > 4 * summary["bytes_sent"]
+    assert summary["real_env_steps_all_workers"] == 2 * summary["real_env_steps"] == 4096
+    assert not (tmp_path / "run" / "rank1" / "checkpoint.pt").exists()  # rank 0 alone checkpoints
+
+
+def test_a_killed_worker_fails_the_job_within_the_timeout(tmp_path):
+    cmd = [sys.executable, "-m", "frugalrl.cli", "train", str(REPO / "configs/cartpole-ppo.yaml"), "--workers", "2",
+           "--out", str(tmp_path / "run"), "--set", "tracking.enabled=false", "--set", "distributed.timeout_s=20",
+           "--set", "ppo.total_timesteps=10000000"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    victim = None
+    while victim is None and time.time() < deadline:
+        time.sleep(1)
+        ps = subprocess.run(["pgrep", "-f", "frugalrl.train"], capture_output=True, text=True).stdout.split()
+        workers = [int(pid) for pid in ps if _is_worker(int(pid))]
+        if len(workers) >= 2 and (tmp_path / "run" / "metrics.jsonl").exists():
+            victim = max(workers)
+    assert victim is not None, "the workers did not start"
+    killed_at = time.time()
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert time.time() - killed_at < 60
+    assert "a training worker failed" in err
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return b"LOCAL_RANK=" in handle.read()
+    except OSError:
+        return False
+
+
+def test_distributed_config_refuses_what_cannot_run_on_workers():
+    from frugalrl.config import load_config
+    from frugalrl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="sample selection"):
+        load_config(REPO / "configs/cartpole-pivot.yaml", ["distributed.workers=2"])
+    with pytest.raises(ConfigError, match="target_kl"):
+        load_config(REPO / "configs/cartpole-ppo.yaml", ["distributed.workers=2", "ppo.target_kl=0.02"])
