@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from components import FRUGALRL_IMAGE
 from components.collect_rollouts import collect_rollouts
 from components.curriculum_train import curriculum_train
 from components.evaluate import evaluate
@@ -31,6 +32,7 @@ from components.pretrain_evaluator import pretrain_evaluator
 from components.register import register
 from components.report import report
 from components.train import train
+from components.train_distributed import train_distributed
 from components.tune import tune_best, tune_worker
 from kfp import dsl, kubernetes
 
@@ -127,6 +129,8 @@ def build_pipeline(profile: Profile) -> Any:
         eval_seed: int = 10_000,
         gpu_node_selector: dict = DEFAULT_NODE_SELECTOR,  # noqa: B006 - KFP needs a literal default
         gpu_toleration: dict = DEFAULT_TOLERATION,  # noqa: B006 - KFP needs a literal default
+        training_namespace: str = "kubeflow",
+        training_image: str = FRUGALRL_IMAGE,
     ) -> None:
         gpu = lambda task: _on_gpu(task, profile, gpu_node_selector, gpu_toleration)  # noqa: E731
         run_id = dsl.PIPELINE_JOB_ID_PLACEHOLDER
@@ -151,9 +155,18 @@ def build_pipeline(profile: Profile) -> Any:
                 best = tune_best(config_yaml=stage.text(), overrides=tune_overrides).after(workers)
                 best.set_caching_options(False).set_display_name("best trial")
                 inputs["tuned"] = best.output
-            trained = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id,
-                                          **inputs)))  # fmt: skip
-            trained.set_caching_options(False).set_display_name("train policy (tuned)")
+            if profile.gpu and config.distributed.workers > 1:  # N GPU pods: a PyTorchJob, gradients fused
+                extra = {"tuned": inputs["tuned"]} if "tuned" in inputs else {}
+                trained = _training(train_distributed(
+                    config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id,
+                    namespace=training_namespace, image=training_image, node_selector=gpu_node_selector,
+                    toleration=gpu_toleration, **extra,
+                ))  # fmt: skip
+                trained.set_caching_options(False).set_display_name(f"train on {config.distributed.workers} workers")
+            else:
+                trained = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides,
+                                              pipeline_run_id=run_id, **inputs)))  # fmt: skip
+                trained.set_caching_options(False).set_display_name("train policy (tuned)")
             model = trained.outputs["model"]
             promoted = _evaluate_register(model, stage.model_name, eval_episodes, eval_seed, "policy")
             reported["policy"], reported["promotion"] = model, promoted.outputs["report"]

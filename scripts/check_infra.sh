@@ -24,6 +24,8 @@ for overlay in infra/overlays/*/; do
   echo "manifests: infra/overlays/$name valid ($(grep -c '^kind:' "$rendered/$name.yaml") resources)"
 done
 
+"$BIN/frugalrl" pytorchjob validate infra/training/pytorchjob.yaml
+
 if command -v terraform >/dev/null 2>&1; then
   TF_CLI_CONFIG_FILE=/dev/null terraform fmt -check -recursive infra/terraform 2>/dev/null
   echo "terraform fmt: infra/terraform formatted (terraform validate skipped: needs registry.terraform.io)"

@@ -143,3 +143,31 @@ def test_distributed_config_refuses_what_cannot_run_on_workers():
         load_config(REPO / "configs/cartpole-pivot.yaml", ["distributed.workers=2"])
     with pytest.raises(ConfigError, match="target_kl"):
         load_config(REPO / "configs/cartpole-ppo.yaml", ["distributed.workers=2", "ppo.target_kl=0.02"])
+
+
+def test_pytorchjob_manifest_validates_and_bad_ones_are_named():
+    import copy
+
+    from frugalrl.errors import ConfigError
+    from frugalrl.fusion.pytorchjob import pytorchjob_manifest, validate_manifest
+
+    toleration = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    job = pytorchjob_manifest("fusion-run", "cfg", 3, "frugalrl:0.1.0-cuda", node_selector={"pool": "gpu"},
+                              tolerations=toleration)  # fmt: skip
+    validate_manifest(job)
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert specs["Master"]["replicas"] == 1 and specs["Worker"]["replicas"] == 2
+    pod = specs["Worker"]["template"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert pod["tolerations"] == toleration and pod["nodeSelector"] == {"pool": "gpu"}
+    assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "frugalrl-tracking"}}]
+    bad = copy.deepcopy(job)
+    bad["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+    with pytest.raises(ConfigError, match="restartPolicy"):
+        validate_manifest(bad)
+    bad = copy.deepcopy(job)
+    bad["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = 3
+    with pytest.raises(ConfigError, match="Master pod template"):
+        validate_manifest(bad)
+    with pytest.raises(ConfigError, match="2 or more workers"):
+        pytorchjob_manifest("one", "cfg", 1, "img")

@@ -102,3 +102,18 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     ir, _ = _compile(tmp_path, "--profile", "full")
     inputs = ir["root"]["dag"]["tasks"]["report"]["inputs"]["artifacts"]
     assert {"policy", "promotion", "latent_policy", "latent_promotion", "peft_table"} <= set(inputs)
+
+
+def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):
+    custom = tmp_path / "dist.yaml"
+    custom.write_text(yaml.safe_dump({"name": "dist", "gpu": True, "stages": {"train": {
+        "config": "configs/cartpole-ppo.yaml", "overrides": ["distributed.workers=4"],
+        "model_name": "cartpole-policy"}}}))  # fmt: skip
+    ir, _ = _compile(tmp_path, "--profile", str(custom))
+    tasks = ir["root"]["dag"]["tasks"]
+    assert "train-distributed" in tasks and "train" not in tasks
+    params = tasks["train-distributed"]["inputs"]["parameters"]
+    assert params["node_selector"]["componentInputParameter"] == "gpu_node_selector"
+    assert params["namespace"]["componentInputParameter"] == "training_namespace"
+    producer = tasks["evaluate"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]["producerTask"]
+    assert producer == "train-distributed"

@@ -29,6 +29,8 @@ app.add_typer(config_app, name="config")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(pretrain_app, name="pretrain")
 app.add_typer(peft_app, name="peft")
+pytorchjob_app = typer.Typer(no_args_is_help=True, help="Kubeflow PyTorchJob manifests for multi-worker training.")
+app.add_typer(pytorchjob_app, name="pytorchjob")
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a config value: --set ppo.learning_rate=3e-4")
@@ -169,6 +171,45 @@ def audit(
         typer.echo(f"  {line}")
     if not result["reproduced"]:
         raise typer.Exit(1)
+
+
+@pytorchjob_app.command("render")
+def pytorchjob_render(
+    name: Annotated[str, typer.Option(help="Job name (DNS label).")],
+    workers: Annotated[int, typer.Option(min=2, help="Master + workers.")],
+    image: Annotated[str, typer.Option(help="The frugalrl CUDA image.")] = "frugalrl:0.1.0-cuda",
+    config_map: Annotated[str, typer.Option(help="ConfigMap holding config.yaml.")] = "frugalrl-train-config",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="YAML file (default: stdout).")] = None,
+) -> None:
+    """Render (and validate) the PyTorchJob for multi-worker training on the GPU node pool."""
+    import yaml
+
+    from frugalrl.fusion.pytorchjob import pytorchjob_manifest, validate_manifest
+
+    selector = {"cloud.google.com/gke-nodepool": "gpu-pool"}
+    toleration = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    manifest = pytorchjob_manifest(name, config_map, workers, image, node_selector=selector, tolerations=toleration)
+    validate_manifest(manifest)
+    text = yaml.safe_dump(manifest, sort_keys=False)
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text)
+        typer.echo(f"valid PyTorchJob written: {out}")
+
+
+@pytorchjob_app.command("validate")
+def pytorchjob_validate(file: Path) -> None:
+    """Validate a PyTorchJob manifest (its fields and every pod template); exit 2 with the first problem."""
+    import yaml
+
+    from frugalrl.fusion.pytorchjob import validate_manifest
+
+    if not file.is_file():
+        raise FrugalError(f"{file} not found")
+    for doc in yaml.safe_load_all(file.read_text()):
+        validate_manifest(doc)
+    typer.echo(f"{file}: valid PyTorchJob")
 
 
 @peft_app.command("compare")

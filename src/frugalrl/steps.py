@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalrl.config import config_from_yaml_text
+from frugalrl.errors import PipelineFailed
 from frugalrl.tracking import PIPELINE_RUN_ENV
 
 
@@ -64,6 +65,52 @@ def peft_compare_step(config_yaml: str, overrides: list[str], base_run_dir: str,
 
     config = config_from_yaml_text(config_yaml, [*overrides, f"peft.source={base_run_dir}"], source="pipeline config")
     return compare(config, Path(out_dir))
+
+
+def train_distributed_step(
+    config_yaml: str,
+    overrides: list[str],
+    out_dir: str,
+    pipeline_run_id: str,
+    namespace: str,
+    image: str,
+    node_selector: dict,
+    toleration: dict,
+) -> dict[str, Any]:
+    """Train on ``distributed.workers`` pods as a PyTorchJob; ``out_dir`` gets the master's run files.
+
+    The master logs to MLflow as any run does; its ``run/`` artifacts (summary, config, policy)
+    are fetched back, so evaluation and registration downstream read the same run directory.
+    """
+    import re
+
+    import mlflow
+
+    from frugalrl.fusion.pytorchjob import pytorchjob_manifest, submit_pytorchjob
+    from frugalrl.tracking import check_tracking
+
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    name = re.sub(r"[^a-z0-9-]", "-", f"{config.name}-{pipeline_run_id}".lower())[:63].strip("-")
+    manifest = pytorchjob_manifest(
+        name, f"{name}-config", config.distributed.workers, image,
+        node_selector=node_selector, tolerations=[toleration], env={PIPELINE_RUN_ENV: pipeline_run_id},
+    )  # fmt: skip
+    submit_pytorchjob(manifest, config.to_yaml(), namespace)
+    mlflow.set_tracking_uri(check_tracking())
+    runs = mlflow.search_runs(
+        experiment_names=[config.tracking.experiment],
+        filter_string=f"tags.`frugalrl.pipeline_run_id` = '{pipeline_run_id}' and tags.`frugalrl.config_hash` = "
+        f"'{config.hash()}'",
+        order_by=["start_time DESC"],
+        max_results=1,
+        output_format="list",
+    )
+    if not runs:
+        raise PipelineFailed(f"PyTorchJob {name} finished but logged no MLflow run; check its master's log")
+    mlflow.artifacts.download_artifacts(run_id=runs[0].info.run_id, artifact_path="run", dst_path=out_dir)
+    for path in (Path(out_dir) / "run").iterdir():
+        path.rename(Path(out_dir) / path.name)
+    return json.loads((Path(out_dir) / "summary.json").read_text())
 
 
 def tune_step(config_yaml: str, overrides: list[str], out_dir: str, worker: int) -> dict[str, Any]:

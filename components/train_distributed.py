@@ -1,0 +1,31 @@
+"""Component ``train_distributed``: training on N GPU pods as a Kubeflow PyTorchJob (gradient fusion)."""
+
+from kfp import dsl
+from kfp.dsl import Metrics, Model, Output
+
+from components import FRUGALRL_IMAGE
+
+
+@dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
+def train_distributed(
+    config_yaml: str,
+    overrides: list,
+    pipeline_run_id: str,
+    namespace: str,
+    image: str,
+    node_selector: dict,
+    toleration: dict,
+    model: Output[Model],
+    metrics: Output[Metrics],
+    tuned: list = [],  # noqa: B006 - KFP needs a literal default
+):
+    """Launch and follow the PyTorchJob (``frugalrl.steps.train_distributed_step``); Model: the master's run."""
+    from frugalrl.steps import train_distributed_step
+
+    all_overrides = [str(o) for o in overrides] + [str(o) for o in tuned]
+    summary = train_distributed_step(
+        config_yaml, all_overrides, model.path, pipeline_run_id, namespace, image, node_selector, toleration
+    )
+    model.metadata.update({"mlflow_run_id": summary["mlflow_run_id"] or "", "workers": summary["workers"]})
+    for key in ("eval_mean", "real_env_steps_all_workers", "bytes_sent", "compression_ratio", "train_flops"):
+        metrics.log_metric(key, float(summary[key]))
