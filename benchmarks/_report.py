@@ -32,6 +32,7 @@ SECTIONS = {
     "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
     "rmt_ablation": "## RMT parts as an ablation (DQN / SAC)",
     "peft_methods": "## PEFT methods: transferring a HalfCheetah policy to changed dynamics",
+    "fusion": "## Top-k gradient fusion on 2 workers",
 }
 
 LEDGER_ROWS = (
