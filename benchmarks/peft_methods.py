@@ -47,14 +47,14 @@ def report(out: Path, command: str, load_start: str, load_end: str) -> str:
             "forgetting: the source task's return after fine-tuning against the source policy's, in %",
         ],
     )
-    header = ["target", "method", "return", "% of full", "FLOPs % of full", "FLOPs % of source training",
+    header = ["target", "method", "seeds", "return", "% of full", "FLOPs % of full", "FLOPs % of source training",
               "time % of full", "trainable %",
               "source return after", "forgetting %", "seed claim (cost % / score %)"]  # fmt: skip
     table = []
     for r in rows:
         claim = CLAIMS.get(r["method"])
         table.append([
-            r["target"], r["method"], _fmt(r["eval_mean"]), _fmt(r["return_pct_of_full"]),
+            r["target"], r["method"], r["seeds"], _fmt(r["eval_mean"]), _fmt(r["return_pct_of_full"]),
             _fmt(r["flops_pct_of_full"]), _fmt(r["flops_pct_of_source_training"], "{:.2f}"),
             _fmt(r["time_pct_of_full"]), _fmt(r["trainable_pct"], "{:.2f}"),
             _fmt(r["source_return_after"]), _fmt(r["forgetting_pct"]),
