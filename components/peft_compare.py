@@ -11,6 +11,7 @@ def peft_compare(
     config_yaml: str,
     overrides: list,
     base: Input[Model],
+    pipeline_run_id: str,
     table: Output[Markdown],
     metrics: Output[Metrics],
     best: Output[Model],
@@ -22,7 +23,7 @@ def peft_compare(
     from frugalrl.steps import peft_compare_step
 
     out = Path(table.path).parent / "peft"
-    summary = peft_compare_step(config_yaml, [str(o) for o in overrides], base.path, str(out))
+    summary = peft_compare_step(config_yaml, [str(o) for o in overrides], base.path, str(out), pipeline_run_id)
     Path(table.path).write_text((out / "peft_table.md").read_text())
     for row in summary["table"]:
         for key in ("eval_mean", "return_pct_of_full", "flops_pct_of_full", "trainable_pct"):

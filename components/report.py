@@ -14,6 +14,7 @@ def report(
     latent_policy: Input[Model] = None,
     latent_promotion: Input[Markdown] = None,
     peft_table: Input[Markdown] = None,
+    peft_promotion: Input[Markdown] = None,
 ):
     """Build the report with ``frugalrl.steps.report_step``."""
     from pathlib import Path
@@ -26,5 +27,7 @@ def report(
         runs["latent curriculum"] = latent_policy.path
     if latent_promotion is not None:
         decisions.append(Path(latent_promotion.path).read_text())
+    if peft_promotion is not None:
+        decisions.append(Path(peft_promotion.path).read_text())
     peft_dir = str(Path(peft_table.path).parent / "peft") if peft_table is not None else None
     report_step(runs, decisions, html.path, peft_dir)

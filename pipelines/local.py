@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kfp import compiler, local
 
 from frugalrl.config import load_config
 from frugalrl.errors import PipelineFailed
 from frugalrl.tracking import check_tracking, task_name, tracking_uri
+from pipelines.console import StageConsole, stage_names
 from pipelines.training import pipeline_for, pipeline_kind
 
 
@@ -54,22 +58,13 @@ def run_local(
     uri = check_tracking(tracking_uri())
     os.environ["MLFLOW_TRACKING_URI"] = uri  # steps run as subprocesses, possibly in other directories
     name = model_name or f"{task_name(config.env.id)}-policy"
+    kind = pipeline_kind(config)
+    extra = {"adapted_model_name": f"{name}-adapted"} if kind == "peft" else {}
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*non-Python base image.*")
-        warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
-        try:
-            run = pipeline_for(pipeline_kind(config))(
-                config_yaml=config_path.read_text(),
-                overrides=overrides,
-                model_name=name,
-                eval_episodes=config.eval.episodes,
-                eval_seed=config.eval.seed,
-            )
-        except RuntimeError as exc:  # kfp.local reports a failed task this way
-            raise PipelineFailed(f"{str(exc).splitlines()[0]}; the step's log above says why") from None
+    run = _run(pipeline_for(kind), root, f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}.log",
+               config_yaml=config_path.read_text(), overrides=overrides, model_name=name,
+               eval_episodes=config.eval.episodes, eval_seed=config.eval.seed, **extra)  # fmt: skip
     version = str(run.output)
     from frugalrl.tracking import registry_client
 
@@ -77,36 +72,61 @@ def run_local(
     return LocalRunResult(name, version, uri, root, float(tags.get("frugalrl.score", "nan")))
 
 
-def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eval_episodes: int = 5) -> list[str]:
+def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eval_episodes: int = 10) -> list[str]:
     """Run a profile's production DAG here (kfp.local); returns what to print: champions, report, MLflow UI.
 
     The tune workers share one study in ``OPTUNA_STORAGE``, by default a sqlite file under ``root``.
     """
     from pipelines.production import build_pipeline, load_profile
 
+    started = time.perf_counter()
     profile = load_profile(profile_name)  # validates every stage's config before any step starts
     uri = check_tracking(tracking_uri())
     os.environ["MLFLOW_TRACKING_URI"] = uri
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OPTUNA_STORAGE", f"sqlite:///{root / 'optuna.db'}")
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*non-Python base image.*")
-        warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
-        try:
-            build_pipeline(profile)(eval_episodes=eval_episodes)
-        except RuntimeError as exc:
-            raise PipelineFailed(f"{str(exc).splitlines()[0]}; the step's log above says why") from None
+    log = f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    _run(build_pipeline(profile), root, log, eval_episodes=eval_episodes)
     from frugalrl.tracking import registry_client
 
     client = registry_client()
-    lines = []
+    lines = [f"done in {(time.perf_counter() - started) / 60:.1f} min"]
     for stage in (profile.train, profile.latent, profile.peft):
-        if stage is not None:
-            champion = client.get_model_version_by_alias(stage.model_name, "champion")
-            lines.append(f"champion: models:/{stage.model_name}@champion (version {champion.version})")
-    reports = sorted(root.rglob("html"), key=lambda p: p.stat().st_mtime)
+        if stage is None:
+            continue
+        names = [stage.model_name]
+        if stage is profile.peft:
+            names.append(stage.adapted_model_name or f"{stage.model_name}-adapted")
+        lines.extend(_champion_line(client, name) for name in names)
+    reports = sorted(root.rglob("report/html"), key=lambda p: p.stat().st_mtime)
     lines.append(f"report: {reports[-1] if reports else 'not written'}")
-    lines.append(f"MLflow UI: mlflow ui --backend-store-uri {uri}")
+    ui = f"open {uri}" if uri.startswith("http") else f"mlflow ui --backend-store-uri {uri}"
+    lines.append(f"MLflow UI: {ui}")
     return lines
+
+
+def _champion_line(client: Any, name: str) -> str:
+    """``models:/NAME@champion`` with its score, and what became of the version this run registered."""
+    newest = max(client.search_model_versions(f"name='{name}'"), key=lambda v: int(v.version))
+    champion = client.get_model_version_by_alias(name, "champion")
+    score = champion.tags.get("frugalrl.score", "nan")
+    verdict = "promoted" if champion.version == newest.version else "kept as challenger"
+    return (f"champion: models:/{name}@champion (version {champion.version}, eval mean {float(score):.1f}); "
+            f"this run's version {newest.version}: {verdict}")  # fmt: skip
+
+
+def _run(pipeline: Callable[..., Any], root: Path, log_name: str, **arguments: Any) -> Any:
+    """Run ``pipeline`` with kfp.local's SubprocessRunner under ``root``: a line per stage on the console,
+    kfp.local's full output in ``root/log_name``."""
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
+    names, total = stage_names(pipeline)
+    log = root / log_name
+    print(f"running {pipeline.name}: {total} stages; full log: {log}", flush=True)
+    with warnings.catch_warnings(), StageConsole(log, names, total):
+        warnings.filterwarnings("ignore", message=".*non-Python base image.*")
+        warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
+        try:
+            return pipeline(**arguments)
+        except RuntimeError as exc:  # kfp.local reports a failed task this way
+            raise PipelineFailed(f"{str(exc).splitlines()[0]}; its output is in {log}") from None

@@ -4,7 +4,7 @@
                                             +-> train (tuned, PivotRL) -> evaluate -> register (promotion gate)
     tune workers (ParallelFor) -> tune best +
     collect (frames) -> pretrain encoder + world model -> curriculum training -> evaluate -> register
-    train source (SAC) -> evaluate -> register;  -> PEFT comparison -> evaluate best adapted policy
+    train source (SAC) -> evaluate -> register;  -> PEFT comparison -> evaluate -> register best adapted policy
 
 A stage the profile or its config does not enable is left out of the compiled graph (no
 evaluator without ``selection.kind: pivot``, no tune stage without ``tuning``, no latent or PEFT
@@ -50,6 +50,7 @@ class Stage:
     config: str
     overrides: list[str] = field(default_factory=list)
     model_name: str = ""
+    adapted_model_name: str = ""  # PEFT stage: the best adapted policy's registered name
 
     def text(self) -> str:
         return (REPO / self.config).read_text()
@@ -85,6 +86,13 @@ def load_profile(name_or_path: str) -> Profile:
                 raise ConfigError(f"profile {path.name}: stage latent uses {stage.config}, which has latent off")
             if key == "peft" and config.peft is None:
                 raise ConfigError(f"profile {path.name}: stage peft uses {stage.config}, which has no peft section")
+            if not (config.tracking.enabled and config.tracking.log_model):  # the registry is where stages meet
+                raise ConfigError(
+                    f"profile {path.name}: stage {key} registers {stage.model_name!r} but {stage.config} logs no "
+                    "MLflow model; add tracking.enabled=true to the stage's overrides"
+                )
+            if not stage.model_name:
+                raise ConfigError(f"profile {path.name}: stage {key} needs a model_name (its registered model)")
     tune = stages.get("tune", {})
     workers, tune_overrides = int(tune.get("workers", 0)), list(tune.get("overrides", []))
     return Profile(data["name"], bool(data.get("gpu", False)), data.get("resources", {}), built["train"],
@@ -150,9 +158,10 @@ def build_pipeline(profile: Profile) -> Any:
                 tune_overrides = [*stage.overrides, *profile.tune_overrides]
                 with dsl.ParallelFor(items=list(range(profile.tune_workers)), name="tune-workers") as worker:
                     workers = gpu(_training(tune_worker(config_yaml=stage.text(), overrides=tune_overrides,
-                                                        worker=worker)))  # fmt: skip
+                                                        worker=worker, pipeline_run_id=run_id)))  # fmt: skip
                     workers.set_caching_options(False).set_display_name("Optuna worker")
-                best = tune_best(config_yaml=stage.text(), overrides=tune_overrides).after(workers)
+                best = tune_best(config_yaml=stage.text(), overrides=tune_overrides, pipeline_run_id=run_id)
+                best.after(workers)
                 best.set_caching_options(False).set_display_name("best trial")
                 inputs["tuned"] = best.output
             if profile.gpu and config.distributed.workers > 1:  # N GPU pods: a PyTorchJob, gradients fused
@@ -198,11 +207,12 @@ def build_pipeline(profile: Profile) -> Any:
             source.set_caching_options(True).set_display_name("train PEFT source policy")
             _evaluate_register(source.outputs["model"], stage.model_name, eval_episodes, eval_seed, "source policy")
             compared = gpu(_training(peft_compare(config_yaml=stage.text(), overrides=stage.overrides,
-                                                  base=source.outputs["model"])))  # fmt: skip
+                                                  base=source.outputs["model"], pipeline_run_id=run_id)))  # fmt: skip
             compared.set_caching_options(False).set_display_name("compare PEFT methods")
-            adapted = evaluate(model=compared.outputs["best"], episodes=eval_episodes, seed=eval_seed)
-            adapted.set_caching_options(False).set_display_name("evaluate best adapted policy")
-            reported["peft_table"] = compared.outputs["table"]
+            adapted_name = stage.adapted_model_name or f"{stage.model_name}-adapted"
+            adapted = _evaluate_register(compared.outputs["best"], adapted_name, eval_episodes, eval_seed,
+                                         "best adapted policy")  # fmt: skip
+            reported["peft_table"], reported["peft_promotion"] = compared.outputs["table"], adapted.outputs["report"]
         if "policy" in reported:
             summary = report(**reported).set_caching_options(False)
             summary.set_display_name("report")

@@ -22,11 +22,13 @@ from frugalrl.config import ExperimentConfig
 DESCRIPTION = "Train a policy, evaluate it over fixed seeds, register it in MLflow."
 
 
-def _evaluate_and_register(trained: dsl.PipelineTask, model_name: str, eval_episodes: int, eval_seed: int) -> str:
-    evaluated = evaluate(model=trained.outputs["model"], episodes=eval_episodes, seed=eval_seed)
+def _evaluate_and_register(
+    trained: dsl.PipelineTask, model_name: str, eval_episodes: int, eval_seed: int, output: str = "model"
+) -> str:
+    evaluated = evaluate(model=trained.outputs[output], episodes=eval_episodes, seed=eval_seed)
     evaluated.set_display_name("evaluate over fixed seeds")
     registered = register(
-        model=trained.outputs["model"],
+        model=trained.outputs[output],
         eval_returns=evaluated.outputs["eval_returns"],
         eval_seed=eval_seed,
         model_name=model_name,
@@ -102,6 +104,7 @@ def latent_training_pipeline(
 def peft_pipeline(
     config_yaml: str,
     model_name: str,
+    adapted_model_name: str,
     overrides: list = [],  # noqa: B006 - KFP needs a literal default
     eval_episodes: int = 20,
     eval_seed: int = 10_000,
@@ -109,10 +112,10 @@ def peft_pipeline(
     trained = train(config_yaml=config_yaml, overrides=overrides, pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
     trained.set_display_name("train source policy")
     registered = _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
-    compared = peft_compare(config_yaml=config_yaml, overrides=overrides, base=trained.outputs["model"])
+    compared = peft_compare(config_yaml=config_yaml, overrides=overrides, base=trained.outputs["model"],
+                            pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)  # fmt: skip
     compared.set_display_name("compare PEFT methods")
-    adapted = evaluate(model=compared.outputs["best"], episodes=eval_episodes, seed=eval_seed)
-    adapted.set_display_name("evaluate best adapted policy")
+    _evaluate_and_register(compared, adapted_model_name, eval_episodes, eval_seed, output="best")
     return registered
 
 

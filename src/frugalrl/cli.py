@@ -482,6 +482,8 @@ def pipeline_run(
     """Run a pipeline on this machine (kfp.local, MLflow sqlite by default)."""
     if (config is None) == (profile is None):
         raise FrugalError("pass --config FILE (a training pipeline) or --profile NAME (the production DAG)")
+    if profile is not None and (overrides or model_name):
+        raise FrugalError("--set and --model-name apply to --config; a profile sets them in its YAML (profiles/)")
     pipelines = _pipelines()
     if profile is not None:
         for line in pipelines.run_profile_local(profile, root):

@@ -59,10 +59,14 @@ def pretrain_evaluator_step(config_yaml: str, overrides: list[str], dataset_path
     return pretrain_evaluator(config, Path(out_dir), dataset=Path(dataset_path))
 
 
-def peft_compare_step(config_yaml: str, overrides: list[str], base_run_dir: str, out_dir: str) -> dict[str, Any]:
-    """The PEFT comparison from the trained source run ``base_run_dir``; ``out_dir/best`` is the best policy."""
+def peft_compare_step(
+    config_yaml: str, overrides: list[str], base_run_dir: str, out_dir: str, pipeline_run_id: str = "none"
+) -> dict[str, Any]:
+    """The PEFT comparison from the trained source run ``base_run_dir``; ``out_dir/best`` is the best
+    adapted policy, a run directory the evaluate and register steps read like any other."""
     from frugalrl.peft.compare import compare
 
+    os.environ[PIPELINE_RUN_ENV] = pipeline_run_id
     config = config_from_yaml_text(config_yaml, [*overrides, f"peft.source={base_run_dir}"], source="pipeline config")
     return compare(config, Path(out_dir))
 
@@ -113,20 +117,31 @@ def train_distributed_step(
     return json.loads((Path(out_dir) / "summary.json").read_text())
 
 
-def tune_step(config_yaml: str, overrides: list[str], out_dir: str, worker: int) -> dict[str, Any]:
+def _study_per_pipeline_run(config_yaml: str, overrides: list[str], pipeline_run_id: str) -> Any:
+    """The config, with one study per pipeline run (``<name>-<run id>``) unless it names its own:
+    a re-run of the pipeline tunes afresh instead of finding the last run's study already finished."""
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    if config.tuning is not None and config.tuning.study_name is None and pipeline_run_id != "none":
+        tuning = config.tuning.model_copy(update={"study_name": f"{config.name}-{pipeline_run_id}"})
+        config = config.model_copy(update={"tuning": tuning})
+    return config
+
+
+def tune_step(
+    config_yaml: str, overrides: list[str], out_dir: str, worker: int, pipeline_run_id: str = "none"
+) -> dict[str, Any]:
     """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``)."""
     from frugalrl.tuning import tune
 
-    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    return tune(config, Path(out_dir), worker)
+    os.environ[PIPELINE_RUN_ENV] = pipeline_run_id
+    return tune(_study_per_pipeline_run(config_yaml, overrides, pipeline_run_id), Path(out_dir), worker)
 
 
-def tune_best_step(config_yaml: str, overrides: list[str]) -> list[str]:
+def tune_best_step(config_yaml: str, overrides: list[str], pipeline_run_id: str = "none") -> list[str]:
     """The best finished trial's overrides, read back from the shared study."""
     from frugalrl.tuning import best_overrides
 
-    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    return best_overrides(config)
+    return best_overrides(_study_per_pipeline_run(config_yaml, overrides, pipeline_run_id))
 
 
 def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = True) -> dict[str, Any]:
@@ -157,6 +172,7 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     config = load_config(Path(run_dir) / "config.yaml")
     lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
     lineage.update(pretrained_inputs(config))  # which encoder / evaluator trained this policy
+    lineage.update(summary.get("lineage", {}))  # e.g. an adapted policy's source policy and PEFT method
     version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
     decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}

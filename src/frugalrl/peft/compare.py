@@ -261,8 +261,7 @@ def compare(
     atomic_write_bytes(out / "peft_table.md", markdown(table, before.mean, peft.steps).encode())
     plot(table, out / "peft_plot.png")
     best = best_method(table)
-    if best is not None:
-        _export_best(source_uri, out, best, peft.targets[0])
+    adapted = _export_best(source_uri, out, best, peft.targets[0]) if best is not None else None
     summary = {
         "source": source_uri,
         "source_return": before.mean,
@@ -276,7 +275,12 @@ def compare(
         "table": table,
     }
     if config.tracking.enabled:
-        summary["mlflow_run_id"] = _log(config, out, table, summary)
+        summary["mlflow_run_id"] = _log(config, out, table, summary, adapted)
+        if adapted is not None:  # best/ now names the MLflow model registration picks up
+            model_uri = summary.pop("best_model_uri")
+            best_summary = _best_summary(adapted[1], source_uri, best, peft.targets[0], summary["mlflow_run_id"],
+                                         model_uri)  # fmt: skip
+            write_json(out / "best" / "summary.json", best_summary)
     write_json(out / "summary.json", summary)
     return summary
 
@@ -292,23 +296,42 @@ def _source_actor(source: SourceRun) -> torch.nn.Module:
     return actor.eval()
 
 
-def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) -> None:
-    """best/policy.pt: the base policy with the best method's seed-1 adapter for the first target."""
+def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) -> tuple[Any, ExperimentConfig] | None:
+    """best/: the base policy with the best method's seed-1 adapter for the first target, as a run
+    directory (policy.pt, config.yaml; summary.json once logged) that evaluation and registration read."""
     from frugalrl.peft.store import apply_adapter
     from frugalrl.policy_store import save_policy
+    from frugalrl.train import write_json
 
     adapter = out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE
     if not adapter.is_file():  # a partial comparison (report-only) may not have run it
-        return
+        return None
     policy, config = apply_adapter(source_uri, str(adapter))
     env = target_env(config, target)  # evaluators of best/ play the task it was adapted to
     policy.spec["env"] = env.model_dump(mode="json")
-    (out / "best").mkdir(exist_ok=True)
-    save_policy(out / "best" / "policy.pt", policy, config.model_copy(update={"env": env}))
+    config = config.model_copy(update={"env": env})
+    best = out / "best"
+    best.mkdir(exist_ok=True)
+    save_policy(best / "policy.pt", policy, config)
+    atomic_write_bytes(best / "config.yaml", config.to_yaml().encode())
+    write_json(best / "summary.json", _best_summary(config, source_uri, method, target, None, None))
+    return policy, config
 
 
-def _log(config: ExperimentConfig, out: Path, table: list[dict], summary: dict) -> str:
-    """One MLflow run: each method's figures as metrics, the table, plot and every adapter as artifacts."""
+def _best_summary(
+    config: ExperimentConfig, source_uri: str, method: str, target: PeftTarget, run_id: str | None, uri: str | None
+) -> dict[str, Any]:
+    from frugalrl.tracking import git_commit, lineage_source
+
+    lineage = {"frugalrl.lineage.peft_source": lineage_source(source_uri), "frugalrl.peft.method": method,
+               "frugalrl.peft.target": target.name}  # fmt: skip
+    return {"env_id": config.env.id, "config_hash": config.hash(), "git_commit": git_commit(),
+            "mlflow_run_id": run_id, "model_uri": uri, "lineage": lineage}  # fmt: skip
+
+
+def _log(config: ExperimentConfig, out: Path, table: list[dict], summary: dict, adapted: Any) -> str:
+    """One MLflow run: each method's figures as metrics, the table, plot and every adapter as artifacts;
+    the best adapted policy as an MLflow model (``summary["best_model_uri"]``), for registration."""
     import mlflow
 
     from frugalrl.tracking import RunTracker
@@ -323,6 +346,14 @@ def _log(config: ExperimentConfig, out: Path, table: list[dict], summary: dict) 
         for name in ("peft_table.csv", "peft_runs.csv", "peft_table.md", "peft_plot.png", "config.yaml"):
             tracker.log_artifact(out / name, artifact_path="peft")
         mlflow.log_artifacts(str(out / "adapters"), artifact_path="adapters")
-        if (out / "best" / "policy.pt").exists():
-            tracker.log_artifact(out / "best" / "policy.pt", artifact_path="best")
+        if adapted is not None:
+            from frugalrl.envs.factory import make_vec_env
+
+            policy, adapted_config = adapted
+            env = make_vec_env(adapted_config.env.model_copy(update={"num_envs": 1}), training=False)
+            example, _ = env.reset(seed=adapted_config.seed)
+            env.close()
+            summary["best_model_uri"] = tracker.log_policy(policy, example.astype("float32"))
+            for name in ("policy.pt", "config.yaml"):
+                tracker.log_artifact(out / "best" / name, artifact_path="best")
         return tracker.run_id
