@@ -28,24 +28,21 @@ NOISE = re.compile(r"^(\[KFP Executor|[{}\[\]\"]|\],?$|},?$|Downloading artifact
 
 
 def stage_names(pipeline: Any) -> tuple[dict[str, str], int]:
-    """Task name -> display name for every task of a compiled pipeline, and how many tasks will run
-    (a ``ParallelFor`` body counts once per item)."""
+    """Task name -> display name for every task of a compiled pipeline, and how many stages will be
+    reported done (kfp.local reports a ``ParallelFor`` body once, when all its iterations are done)."""
     spec = pipeline.pipeline_spec
     names: dict[str, str] = {}
 
-    def walk(dag: Any, repeat: int) -> int:
-        count = 0
+    def walk(dag: Any) -> None:
         for task_name, task in dag.tasks.items():
             component = spec.components[task.component_ref.name]
             if component.WhichOneof("implementation") == "dag":  # a loop or condition: its tasks run
-                items = task.parameter_iterator.items.raw if task.WhichOneof("iterator") else ""
-                count += walk(component.dag, repeat * (len(ast.literal_eval(items)) if items else 1))
+                walk(component.dag)
             else:
                 names[task_name] = task.task_info.name or task_name
-                count += repeat
-        return count
 
-    return names, walk(spec.root.dag, 1)
+    walk(spec.root.dag)
+    return names, len(names)
 
 
 class StageConsole:

@@ -1,8 +1,7 @@
 """The production DAG, built from a profile (``profiles/quick.yaml``, ``profiles/full.yaml``).
 
-    collect (pivot) -> pretrain evaluator --+
-                                            +-> train (tuned, PivotRL) -> evaluate -> register (promotion gate)
-    tune workers (ParallelFor) -> tune best +
+    collect (pivot) -> pretrain evaluator -> tune workers (ParallelFor, one study) -> best trial
+        -> train (tuned, PivotRL, the pretrained evaluator) -> evaluate -> register (promotion gate)
     collect (frames) -> pretrain encoder + world model -> curriculum training -> evaluate -> register
     train source (SAC) -> evaluate -> register;  -> PEFT comparison -> evaluate -> register best adapted policy
 
@@ -156,9 +155,11 @@ def build_pipeline(profile: Profile) -> Any:
                 inputs["evaluator"] = evaluator.outputs["evaluator"]
             if config.tuning is not None and profile.tune_workers > 0:
                 tune_overrides = [*stage.overrides, *profile.tune_overrides]
+                pretrained = {"evaluator": inputs["evaluator"]} if "evaluator" in inputs else {}
                 with dsl.ParallelFor(items=list(range(profile.tune_workers)), name="tune-workers") as worker:
-                    workers = gpu(_training(tune_worker(config_yaml=stage.text(), overrides=tune_overrides,
-                                                        worker=worker, pipeline_run_id=run_id)))  # fmt: skip
+                    tuner = tune_worker(config_yaml=stage.text(), overrides=tune_overrides, worker=worker,
+                                        pipeline_run_id=run_id, **pretrained)  # fmt: skip
+                    workers = gpu(_training(tuner))
                     workers.set_caching_options(False).set_display_name("Optuna worker")
                 best = tune_best(config_yaml=stage.text(), overrides=tune_overrides, pipeline_run_id=run_id)
                 best.after(workers)
