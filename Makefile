@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/frugalrl pipeline run --config configs/cartpole-ppo.yaml
+	$(BIN)/frugalrl pipeline run --profile quick
 
 test: $(STAMP) check-infra
 	$(BIN)/python -m pytest -q

@@ -24,7 +24,10 @@ ARTIFACT = re.compile(r"^\w+: (\w+)\( name=")
 # Lines the steps themselves print: training progress, pretraining notes, PEFT table rows.
 PROGRESS = re.compile(r"^(step \d+/\d+ |pivot: |latent: |note: |\S+\s+\S+\s+seed \d+\s+return )")
 # kfp.local's own chatter and executor JSON, kept out of the failure excerpt.
-NOISE = re.compile(r"^(\[KFP Executor|[{}\[\]\"]|\],?$|},?$|Downloading artifacts|\d{4}/\d\d/\d\d .* INFO )")
+NOISE = re.compile(
+    r"^(\[KFP Executor|[{}\[\]\"]|\],?$|},?$|Downloading artifacts|\d{4}/\d\d/\d\d .* INFO |uri=|metadata=|-+$"
+    r"|\d\d:\d\d:\d\d\.\d+ - )"
+)
 
 
 def stage_names(pipeline: Any) -> tuple[dict[str, str], int]:
@@ -102,6 +105,8 @@ class StageConsole:
         started, ended = STARTED.search(text), ENDED.search(text)
         if started:
             name = started.group(1)
+            if not any(self._started.values()):  # nothing else running: older lines belong to finished stages
+                self._recent.clear()
             self._started.setdefault(name, []).append(time.perf_counter())
             self._say(f"start  {self.names.get(name, name)}")
         elif ended:

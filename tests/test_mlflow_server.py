@@ -8,7 +8,7 @@ Everything is checked through the REST client: runs, registered models, aliases,
 
 from __future__ import annotations
 
-import os
+import json
 import shutil
 import socket
 import subprocess
@@ -16,13 +16,13 @@ import sys
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
 from frugalrl.cli import main
-
-from .conftest import REPO
+from frugalrl.tracking import git_dirty
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
 
@@ -79,27 +79,77 @@ def mlflow_server(tmp_path, monkeypatch):
         _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
+# The quick profile's stages and configs at a test budget: every branch of the production DAG
+# (evaluator, Optuna workers, tuned training; encoder and curriculum; PEFT source and comparison).
+TEST_PROFILE = {
+    "name": "ci",
+    "stages": {
+        "train": {
+            "config": "configs/cartpole-pivot.yaml",
+            "overrides": ["ppo.total_timesteps=2048", "ppo.update_epochs=2", "pivot.warmup_steps=512",
+                          "pivot.evaluator.pretrain_steps=1024", "eval.episodes=2", "name=server-test"],
+            "model_name": "cartpole-policy",
+        },
+        "tune": {"workers": 2, "overrides": ["tuning.trials=2"]},
+        "latent": {
+            "config": "configs/breakout-latent.yaml",
+            "overrides": ["total_real_steps=2048", "latent.collect_steps=512", "latent.pretrain_updates=5",
+                          "latent.probe=false", "latent.virtual_num_envs=8", "eval.episodes=1",
+                          "env.atari.max_episode_steps=2000"],
+            "model_name": "breakout-policy",
+        },
+        "peft": {
+            "config": "configs/peft-quick.yaml",
+            "overrides": ["sac.total_timesteps=300", "sac.learning_starts=100", "sac.batch_size=32", "peft.steps=120",
+                          "peft.warmup_steps=60", "peft.eval_episodes=1", "eval.episodes=1", "tracking.enabled=true"],
+            "model_name": "pendulum-policy",
+        },
+    },
+}  # fmt: skip
+
+
 @pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
-def test_pipeline_against_mlflow_server_on_postgres(mlflow_server, tmp_path, capsys):
-    overrides = ["ppo.total_timesteps=1024", "ppo.update_epochs=2", "eval.episodes=5", "name=server-test"]
-    args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--root", str(tmp_path / "root")]
-    main([*args, *[a for o in overrides for a in ("--set", o)]])
+def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_path, capsys, monkeypatch):
+    import yaml
+
+    profile = tmp_path / "ci.yaml"
+    profile.write_text(yaml.safe_dump(TEST_PROFILE))
+    monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp_path / 'optuna.db'}")
+    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "root")])
     out = capsys.readouterr().out
-    assert "registered cartpole-policy version 1" in out and mlflow_server in out
+    assert "19 of 19 stages" in out and "FAILED" not in out
+    assert f"MLflow UI: open {mlflow_server}" in out
+    report = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("report: "))
+    assert "promot" in Path(report).read_text().lower()
 
     client = MlflowClient(tracking_uri=mlflow_server)
+    policies = ("cartpole-policy", "breakout-policy", "pendulum-policy", "pendulum-policy-adapted")
+    for name in (*policies, "cartpole-evaluator", "breakout-encoder"):
+        assert client.get_model_version_by_alias(name, "champion").version == "1", name
     champion = client.get_model_version_by_alias("cartpole-policy", "champion")
-    assert str(champion.version) == "1"
     assert client.get_model_version_by_alias("cartpole-policy", "challenger").version == champion.version
+    assert champion.tags["frugalrl.promotion"] and len(json.loads(champion.tags["frugalrl.eval_returns"])) == 2
     run = client.get_run(champion.run_id)
-    assert run.data.params["ppo.total_timesteps"] == "1024"
-    assert run.data.metrics["eval_episodes"] == 5
-    assert run.data.tags["frugalrl.pipeline_run_id"] not in ("", "none")
-    assert "frugalrl.pkg.torch" in run.data.tags
+    assert run.data.params["ppo.total_timesteps"] == "2048"
+    tags = run.data.tags
+    assert tags["frugalrl.pipeline_run_id"] not in ("", "none") and "frugalrl.pkg.torch" in tags
+    assert tags["frugalrl.lineage.evaluator"].startswith("models:/")  # which evaluator trained this policy
+    assert any(k.startswith("ppo.learning_rate") for k in run.data.params)
+    latent = client.get_run(client.get_model_version_by_alias("breakout-policy", "champion").run_id)
+    assert latent.data.tags["frugalrl.lineage.encoder"].startswith("models:/")
+    adapted = client.get_model_version_by_alias("pendulum-policy-adapted", "champion")
+    assert adapted.tags["frugalrl.peft.method"] in ("full", "lora", "bitfit")
+    assert adapted.tags["frugalrl.lineage.peft_source"].startswith("models:/")
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id, "run")}
-    assert {"run/summary.json", "run/config.yaml", "run/policy.pt"} <= artifacts
-    local = client.download_artifacts(run.info.run_id, "run/summary.json", str(tmp_path))
-    assert os.path.getsize(local) > 100
+    assert {"run/summary.json", "run/config.yaml", "run/policy.pt", "run/metrics.jsonl"} <= artifacts
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "report")] == ["report/html"]
+    trials = client.search_runs([run.info.experiment_id], "tags.mlflow.parentRunId != ''")
+    assert len(trials) >= 2  # one nested MLflow run per Optuna trial
     from frugalrl.policy_store import load_policy
 
-    assert load_policy("models:/cartpole-policy@champion").spec["env"]["id"] == "CartPole-v1"
+    assert load_policy("models:/pendulum-policy-adapted@champion").spec["env"]["id"] == "InvertedPendulum-v5"
+    if not git_dirty():  # the audit re-runs committed code only
+        from frugalrl.audit import audit
+
+        result = audit(champion.run_id, keep=tmp_path / "audit")
+        assert result["reproduced"], result["differences"]

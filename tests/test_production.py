@@ -57,6 +57,23 @@ def test_retries_on_training_and_caching_only_where_inputs_decide(tmp_path):
     assert loop["parameterIterator"]["items"]["raw"] == "[0, 1, 2, 3]"  # four Optuna workers share one study
     assert "for-loop-2" in tasks["tune-best"]["dependentTasks"]
     assert tasks["train"]["inputs"]["parameters"]["tuned"]["taskOutputParameter"]["producerTask"] == "tune-best"
+    assert "pretrain-evaluator" in loop["dependentTasks"]  # every trial starts from the pretrained evaluator
+
+
+def test_peft_branch_registers_the_best_adapted_policy_through_the_gate(tmp_path):
+    ir, _ = _compile(tmp_path, "--profile", "full")
+    tasks = ir["root"]["dag"]["tasks"]
+    registered = {
+        name: task["inputs"]["artifacts"]["model"]["taskOutputArtifact"]
+        for name, task in tasks.items()
+        if name.startswith("register")
+    }
+    adapted = [name for name, source in registered.items() if source["producerTask"] == "peft-compare"]
+    assert len(adapted) == 1 and registered[adapted[0]]["outputArtifactKey"] == "best"
+    gate = tasks[adapted[0]]["inputs"]["parameters"]
+    assert gate["model_name"]["runtimeValue"]["constant"] == "halfcheetah-policy-adapted"
+    assert gate["eval_returns"]["taskOutputParameter"]["producerTask"] in tasks  # an evaluation of the same policy
+    assert "peft_promotion" in tasks["report"]["inputs"]["artifacts"]
 
 
 def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_path):
@@ -70,6 +87,16 @@ def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_pa
     ir, _ = _compile(tmp_path, "--profile", str(custom))
     # no pivot, tune, latent or peft stage
     assert set(ir["root"]["dag"]["tasks"]) == {"train", "evaluate", "register", "report"}
+
+
+def test_profile_stage_without_a_logged_model_is_a_clear_error(tmp_path):
+    from pipelines.production import load_profile
+
+    custom = tmp_path / "untracked.yaml"
+    custom.write_text(yaml.safe_dump({"name": "x", "stages": {"peft": {"config": "configs/peft-quick.yaml",
+                                      "model_name": "p"}}}))  # fmt: skip
+    with pytest.raises(ConfigError, match="logs no MLflow model; add tracking.enabled=true"):
+        load_profile(str(custom))
 
 
 def test_unknown_profile_is_a_clear_error(tmp_path):

@@ -127,7 +127,9 @@ def pretrain_encoder_command(
     from frugalrl.config import load_config
     from frugalrl.latent.pretrain import pretrain_encoder
 
-    summary = pretrain_encoder(load_config(config, overrides or []), out, dataset, probe)
+    loaded = load_config(config, overrides or [])
+    probe = probe and loaded.latent.probe
+    summary = pretrain_encoder(loaded, out, dataset, probe)
     typer.echo(f"held-out PSNR {summary['psnr_db']:.2f} dB at latent_dim {summary['latent_dim']}")
     if probe:
         typer.echo(

@@ -350,6 +350,7 @@ class LatentConfig(_Strict):
     collect_envs: int = Field(8, ge=1, le=256)
     behaviour: str = Field("random", description="'random' or a policy path / models:/ URI that plays the game")
     pretrain_updates: int = Field(3000, ge=1, description="encoder gradient steps")
+    probe: bool = Field(True, description="RAM probe of the pretrained latent (~1 min on CPU); off: PSNR is its score")
     batch_size: int = Field(64, ge=2)
     learning_rate: float = Field(1e-3, gt=0, le=1.0)
     holdout_fraction: float = Field(0.1, gt=0, lt=1)

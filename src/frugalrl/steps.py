@@ -48,7 +48,7 @@ def pretrain_encoder_step(config_yaml: str, overrides: list[str], dataset_path: 
     from frugalrl.latent.pretrain import pretrain_encoder
 
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    return pretrain_encoder(config, Path(out_dir), dataset=Path(dataset_path))
+    return pretrain_encoder(config, Path(out_dir), dataset=Path(dataset_path), probe=config.latent.probe)
 
 
 def pretrain_evaluator_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
