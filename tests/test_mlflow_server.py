@@ -128,7 +128,7 @@ def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_pat
         assert client.get_model_version_by_alias(name, "champion").version == "1", name
     champion = client.get_model_version_by_alias("cartpole-policy", "champion")
     assert client.get_model_version_by_alias("cartpole-policy", "challenger").version == champion.version
-    assert champion.tags["frugalrl.promotion"] and len(json.loads(champion.tags["frugalrl.eval_returns"])) == 2
+    assert champion.tags["frugalrl.promotion"] and len(json.loads(champion.tags["frugalrl.eval_returns"])) == 10
     run = client.get_run(champion.run_id)
     assert run.data.params["ppo.total_timesteps"] == "2048"
     tags = run.data.tags
