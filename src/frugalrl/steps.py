@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from frugalrl.config import config_from_yaml_text
+from frugalrl.config import ExperimentConfig, config_from_yaml_text
 from frugalrl.errors import PipelineFailed
 from frugalrl.tracking import PIPELINE_RUN_ENV
 
@@ -117,7 +117,7 @@ def train_distributed_step(
     return json.loads((Path(out_dir) / "summary.json").read_text())
 
 
-def _study_per_pipeline_run(config_yaml: str, overrides: list[str], pipeline_run_id: str) -> Any:
+def _study_per_pipeline_run(config_yaml: str, overrides: list[str], pipeline_run_id: str) -> ExperimentConfig:
     """The config, with one study per pipeline run (``<name>-<run id>``) unless it names its own:
     a re-run of the pipeline tunes afresh instead of finding the last run's study already finished."""
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
