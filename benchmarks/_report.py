@@ -16,7 +16,6 @@ import statistics
 import subprocess
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -126,13 +125,9 @@ def gpu_name() -> str:
 
 
 def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    from frugalrl.tracking import package_versions as installed
+
+    return {"python": platform.python_version(), **installed(names)}
 
 
 def git_commit() -> str:

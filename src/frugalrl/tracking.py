@@ -11,6 +11,7 @@ import os
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +96,12 @@ def git_dirty(path: Path | None = None) -> bool:
         return False
 
 
-def package_versions() -> dict[str, str]:
+def package_versions(names: Sequence[str] = AUDITED_PACKAGES) -> dict[str, str]:
+    """Installed version of each distribution in ``names`` ("absent" when not installed)."""
     from importlib import metadata
 
     versions = {}
-    for name in AUDITED_PACKAGES:
+    for name in names:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -276,11 +276,10 @@ def compare(
     }
     if config.tracking.enabled:
         summary["mlflow_run_id"] = _log(config, out, table, summary, adapted)
-        if adapted is not None:  # best/ now names the MLflow model registration picks up
-            model_uri = summary.pop("best_model_uri")
-            best_summary = _best_summary(adapted[1], source_uri, best, peft.targets[0], summary["mlflow_run_id"],
-                                         model_uri)  # fmt: skip
-            write_json(out / "best" / "summary.json", best_summary)
+    if adapted is not None:  # best/summary.json names the MLflow model registration picks up (none untracked)
+        run_id, model_uri = summary.get("mlflow_run_id"), summary.pop("best_model_uri", None)
+        best_summary = _best_summary(adapted[1], source_uri, best, peft.targets[0], run_id, model_uri)
+        write_json(out / "best" / "summary.json", best_summary)
     write_json(out / "summary.json", summary)
     return summary
 
@@ -298,10 +297,9 @@ def _source_actor(source: SourceRun) -> torch.nn.Module:
 
 def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) -> tuple[Any, ExperimentConfig] | None:
     """best/: the base policy with the best method's seed-1 adapter for the first target, as a run
-    directory (policy.pt, config.yaml; summary.json once logged) that evaluation and registration read."""
+    directory (policy.pt, config.yaml; ``compare`` adds summary.json) that evaluation and registration read."""
     from frugalrl.peft.store import apply_adapter
     from frugalrl.policy_store import save_policy
-    from frugalrl.train import write_json
 
     adapter = out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE
     if not adapter.is_file():  # a partial comparison (report-only) may not have run it
@@ -314,7 +312,6 @@ def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) ->
     best.mkdir(exist_ok=True)
     save_policy(best / "policy.pt", policy, config)
     atomic_write_bytes(best / "config.yaml", config.to_yaml().encode())
-    write_json(best / "summary.json", _best_summary(config, source_uri, method, target, None, None))
     return policy, config
 
 
