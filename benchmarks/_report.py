@@ -26,6 +26,8 @@ PACKAGES = ("frugalrl", "torch", "numpy", "gymnasium", "ale-py", "mujoco", "stab
 SECTIONS = {
     "env_throughput": "## Env throughput: the env factory against a plain gymnasium loop",
     "ppo_vs_sb3": "## PPO on CartPole-v1: frugalrl against Stable-Baselines3",
+    "ppo_vs_sb3_lunarlander": "## PPO on LunarLander-v3: frugalrl against Stable-Baselines3",
+    "ppo_vs_sb3_halfcheetah": "## PPO on HalfCheetah-v5: frugalrl against Stable-Baselines3",
     "latent_encoders": "## Latent curriculum: encoder objectives, PSNR against what the latent knows",
     "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",
     "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
@@ -197,19 +199,26 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def write_section(name: str, body: str, path: Path = DOC_PATH) -> Path:
+def write_section(name: str, body: str, path: Path = DOC_PATH, after: Sequence[str] = ()) -> Path:
     """Replace the text between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` in ``path``.
 
-    Creates the file from the template if it does not exist, and appends the section (before the
-    claims ledger) if the markers are missing.
+    Creates the file from the template if it does not exist. If the markers are missing, the section
+    (heading from ``SECTIONS``) is added right after the first section named in ``after`` that the file
+    has, else before the claims ledger, else at the end.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     text = path.read_text() if path.exists() else _template()
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     if begin not in text or end not in text:
         stub = _section_stub(name) if name in SECTIONS else f"## {name}\n\n{begin}\n{end}\n"
+        anchor = next((f"<!-- END {a} -->" for a in after if f"<!-- END {a} -->" in text), None)
         marker = "## Claims ledger"
-        text = text.replace(marker, stub + "\n" + marker, 1) if marker in text else text + "\n" + stub
+        if anchor is not None:
+            text = text.replace(anchor, anchor + "\n\n" + stub.rstrip("\n"), 1)
+        elif marker in text:
+            text = text.replace(marker, stub + "\n" + marker, 1)
+        else:
+            text = text + "\n" + stub
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _: f"{begin}\n{body.strip()}\n{end}", text, count=1)
     path.write_text(text)

@@ -1,9 +1,23 @@
-"""PPO on CartPole-v1: frugalrl against Stable-Baselines3, same RL Zoo hyperparameters, side by side.
+"""PPO: frugalrl against Stable-Baselines3 on CartPole-v1, LunarLander-v3 and HalfCheetah-v5, side by side.
 
-Both learners use RL Zoo's tuned CartPole PPO (rl-baselines3-zoo ``hyperparams/ppo.yml``): 8 envs,
-n_steps 32, minibatch 256, 20 epochs, gamma 0.98, GAE lambda 0.8, learning rate 1e-3 and clip range
-0.2 both decayed linearly to 0, no entropy bonus, 100k env steps, separate 64x64 tanh actor and critic
-(SB3's MlpPolicy default; ``configs/cartpole-ppo.yaml`` for frugalrl).
+Both learners train the same algorithm with the same hyperparameters. frugalrl runs its config file;
+the SB3 side is plain SB3 as a user runs it (``make_vec_env`` + ``PPO(...)`` + ``.learn(n)``) with the
+RL Zoo hyperparameters (rl-baselines3-zoo ``hyperparams/ppo.yml``) read from that same YAML file:
+
+* ``CartPole-v1``    ``configs/cartpole-ppo.yaml``     default budget 100k env steps
+* ``LunarLander-v3`` ``configs/lunarlander-ppo.yaml``  default budget 1M env steps
+* ``HalfCheetah-v5`` ``configs/halfcheetah-ppo.yaml``  default budget 1M env steps
+
+Config -> SB3: ``env.num_envs`` -> ``n_envs``; ``ppo.num_steps`` -> ``n_steps``; ``batch_size``;
+``update_epochs`` -> ``n_epochs``; ``learning_rate`` (``anneal_lr`` -> ``lambda p: p * lr``);
+``clip_coef`` -> ``clip_range`` (``anneal_clip`` -> linear schedule); ``clip_vloss`` -> ``clip_range_vf``
+(off -> None); ``gamma``, ``gae_lambda``, ``ent_coef``, ``vf_coef``, ``max_grad_norm``, ``target_kl``;
+``norm_adv`` -> ``normalize_advantage``; ``adam_eps`` (SB3's PPO uses 1e-5 too); ``policy.hidden`` ->
+``net_arch=dict(pi=hidden, vf=hidden)``, ``activation`` -> ``nn.Tanh``/``nn.ReLU``, ``ortho_init``,
+``log_std_init`` (continuous actions). ``env.normalize_obs``/``normalize_reward`` -> ``VecNormalize(norm_obs,
+norm_reward, gamma=gamma, clip_obs)``; SB3's VecNormalize also clips the scaled reward at 10 (its default,
+as RL Zoo runs it; frugalrl's ``env.clip_reward`` is unset). Settings without an SB3 counterpart
+(env kwargs, frame stacking, changed dynamics, fractal blocks, adapters) make the SB3 worker refuse to run.
 
 For every seed the script runs frugalrl, then SB3 (A B A B ...), each in a fresh subprocess with
 ``torch.set_num_threads(1)``, so no threads, caches or RNG state leak from one run to the next.
@@ -11,106 +25,307 @@ For every seed the script runs frugalrl, then SB3 (A B A B ...), each in a fresh
 Timed figure ("training wall-clock"):
 
 * frugalrl: wall-clock around ``train(cfg, out_dir)`` minus its final evaluation (``summary["eval_s"]``).
-  It covers building the vector env and agent, all updates, checkpoint writes (every 50 updates and the
-  last) and exporting ``policy.pt``. MLflow tracking is off.
-* SB3: wall-clock around building ``make_vec_env("CartPole-v1", n_envs=8, seed=seed)`` and ``PPO(...)``
-  plus ``.learn(total_timesteps)``. (``learn`` alone is reported too.)
+  It covers building the vector env and agent, all updates, checkpoint writes and exporting ``policy.pt``.
+  MLflow tracking is off. ``summary.json``'s ``env_s``/``act_s``/``learn_s``, ``optimizer_steps`` and
+  ``compile`` are recorded too (missing keys are recorded as null).
+* SB3: wall-clock around ``make_vec_env(env_id, n_envs, seed=seed)`` (+ ``VecNormalize``) and ``PPO(...)``
+  plus ``.learn(total_timesteps)``. ``.learn()`` alone is reported too.
 
-Final return: 20 deterministic episodes, episode i reset with seed 10000+i. frugalrl: ``summary["eval_mean"]``
-(its own evaluator does exactly that); SB3: ``gym.make("CartPole-v1")``, ``reset(seed=10000+i)``,
-``model.predict(obs, deterministic=True)`` until the episode ends.
+Imports are not timed: both workers import ``torch._dynamo`` (which ``torch.optim`` otherwise imports lazily)
+and the env's module (Box2D, MuJoCo) before the clock starts.
 
-Time to 475: the first update after which the mean return of the last 100 finished training episodes is
->= 475 (frugalrl's ``episode_return`` metric; SB3's ``ep_info_buffer``, which is the same 100-episode window),
-as env steps and seconds since the start of training.
+Final return: deterministic episodes (CartPole 20, LunarLander 20, HalfCheetah 10), episode i reset with
+seed 10000+i. frugalrl: ``summary["eval_mean"]`` (its own evaluator does exactly that; the exported policy
+carries its frozen observation statistics); SB3: ``gym.make(env_id)``, ``reset(seed=10000+i)``,
+``model.predict(obs, deterministic=True)`` until the episode ends, with HalfCheetah's observations
+normalised by the trained VecNormalize's frozen statistics (``training=False, norm_reward=False``).
 
-Run from the repository root (about 8-10 minutes on 2 cores)::
+Time to threshold (CartPole 475, LunarLander 200): the first update after which the mean return of the
+last 100 finished training episodes reaches it (frugalrl's ``episode_return`` metric; SB3's
+``ep_info_buffer``, the same 100-episode window), as env steps and seconds since the start of training.
 
-    nohup python benchmarks/ppo_vs_sb3.py --write > /tmp/ppo_vs_sb3.log 2>&1 &
+Targets (time as frugalrl / SB3, lower is better): CartPole: <= 0.33 and 5 of 5 seeds with eval return
+>= 475. LunarLander: <= 0.5 at an equal or better median eval return. HalfCheetah: none, figures only.
+
+Every run appends one JSON row to ``benchmarks/results/ppo_vs_sb3.jsonl`` (env, seed, contender, figures,
+load average, timestamp, git commit, command line, a ``batch`` id shared by one invocation).
+``--report-only`` re-renders the tables from the newest batch of that file for the given envs and budget
+without running anything; ``--write`` puts one section per env into ``docs/benchmarks.md``.
+
+Run from the repository root, one env per command (rough run times for 5 seeds on 2 cores; the LunarLander
+and HalfCheetah figures are extrapolated from short runs, not measured end to end)::
+
+    nohup python benchmarks/ppo_vs_sb3.py --env CartPole-v1 --write > /tmp/ppo_vs_sb3_cartpole.log 2>&1 &
+        # about 10 minutes
+    nohup python benchmarks/ppo_vs_sb3.py --env LunarLander-v3 --write > /tmp/ppo_vs_sb3_lunar.log 2>&1 &
+        # about 1-1.5 hours (one 16k-step rollout + update: ~5 s frugalrl, ~7.5 s SB3; 61 of them per run)
+    nohup python benchmarks/ppo_vs_sb3.py --env HalfCheetah-v5 --write > /tmp/ppo_vs_sb3_cheetah.log 2>&1 &
+        # about 4-6 hours (~1.5 ms per env step frugalrl, ~2 ms SB3, incl. the 20-epoch updates)
+    python benchmarks/ppo_vs_sb3.py --report-only --env CartPole-v1 LunarLander-v3 HalfCheetah-v5 --write
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import _report
 
-TARGET_RETURN = 475.0
-TARGET_RATIO = 2.0
-EVAL_EPISODES = 20
 EVAL_SEED = 10_000
-CONFIG = _report.REPO_ROOT / "configs" / "cartpole-ppo.yaml"
+RESULTS = Path(__file__).resolve().parent / "results" / "ppo_vs_sb3.jsonl"
+CONTENDERS = ("frugalrl", "sb3")
+SB3_ADAM_EPS = 1e-5  # ActorCriticPolicy's Adam eps
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    env_id: str
+    config: str  # relative to the repository root
+    timesteps: int  # default budget
+    eval_episodes: int
+    section: str  # docs/benchmarks.md section name
+    reach: float | None  # training-return threshold for "time to threshold"; None = not reported
+    max_ratio: float | None  # target: frugalrl / SB3 training wall-clock at most this; None = no target
+    target: str  # "cartpole": all (5 of 5) seeds >= reach; "median_return": median eval not below SB3's; "": none
+
+
+ENVS = {
+    spec.env_id: spec
+    for spec in (
+        EnvSpec("CartPole-v1", "configs/cartpole-ppo.yaml", 100_000, 20, "ppo_vs_sb3", 475.0, 0.33, "cartpole"),
+        EnvSpec(
+            "LunarLander-v3",
+            "configs/lunarlander-ppo.yaml",
+            1_000_000,
+            20,
+            "ppo_vs_sb3_lunarlander",
+            200.0,
+            0.5,
+            "median_return",
+        ),
+        EnvSpec(
+            "HalfCheetah-v5", "configs/halfcheetah-ppo.yaml", 1_000_000, 10, "ppo_vs_sb3_halfcheetah", None, None, ""
+        ),
+    )
+}
+CARTPOLE_SEEDS = 5  # the CartPole target counts 5 of 5 seeds
+# Where a section that docs/benchmarks.md does not have yet goes (after the first of these that it has).
+SECTION_AFTER = {
+    "ppo_vs_sb3_lunarlander": ("ppo_vs_sb3",),
+    "ppo_vs_sb3_halfcheetah": ("ppo_vs_sb3_lunarlander", "ppo_vs_sb3"),
+}
+
+
+def frugalrl_overrides(spec: EnvSpec, seed: int, timesteps: int) -> list[str]:
+    return [
+        "tracking.enabled=false",
+        f"seed={seed}",
+        f"ppo.total_timesteps={timesteps}",
+        "threads=1",
+        f"eval.episodes={spec.eval_episodes}",
+        f"eval.seed={EVAL_SEED}",
+        "eval.deterministic=true",
+    ]
+
+
+# --------------------------------------------------------------------------- config -> SB3
+def sb3_settings(cfg: Any) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+    """The SB3 ``PPO(...)`` keyword arguments and ``VecNormalize`` arguments (None: no VecNormalize) that
+    train what the frugalrl config ``cfg`` trains, and a JSON-able description of both.
+
+    Raises ``ValueError`` for settings SB3's PPO has no counterpart for, instead of training something else.
+    """
+    from torch import nn
+
+    env, pol, hp = cfg.env, cfg.policy, cfg.ppo
+    problems = []
+    if cfg.algo != "ppo":
+        problems.append(f"algo {cfg.algo}")
+    if env.kwargs:
+        problems.append(f"env.kwargs {env.kwargs}")
+    if env.frame_stack != 1:
+        problems.append(f"env.frame_stack {env.frame_stack}")
+    if env.dynamics.changed:
+        problems.append("env.dynamics")
+    if pol.kind == "cnn" or pol.block != "plain" or pol.adapter is not None:
+        problems.append(f"policy kind {pol.kind} / block {pol.block} / adapter {pol.adapter}")
+    if cfg.selection.kind != "all" or cfg.latent.enabled or cfg.meta.enabled or cfg.score_stages.stages:
+        problems.append("sample selection / latent curriculum / meta-controller / score stages")
+    if problems:
+        raise ValueError(f"{cfg.name}: no SB3 counterpart for {'; '.join(problems)}")
+
+    def linear(value: float):
+        return lambda progress_remaining: progress_remaining * value
+
+    def maybe_linear(value: float, anneal: bool) -> tuple[Any, Any]:
+        return (linear(value), f"linear {value:g} -> 0") if anneal else (value, value)
+
+    lr, lr_text = maybe_linear(hp.learning_rate, hp.anneal_lr)
+    clip, clip_text = maybe_linear(hp.clip_coef, hp.anneal_clip)
+    kwargs: dict[str, Any] = dict(
+        n_steps=hp.num_steps,
+        batch_size=hp.batch_size,
+        n_epochs=hp.update_epochs,
+        learning_rate=lr,
+        clip_range=clip,
+        clip_range_vf=clip if hp.clip_vloss else None,
+        gamma=hp.gamma,
+        gae_lambda=hp.gae_lambda,
+        ent_coef=hp.ent_coef,
+        vf_coef=hp.vf_coef,
+        max_grad_norm=hp.max_grad_norm,
+        target_kl=hp.target_kl,
+        normalize_advantage=hp.norm_adv,
+    )
+    activation = {"tanh": nn.Tanh, "relu": nn.ReLU}[pol.activation]
+    policy_kwargs: dict[str, Any] = dict(
+        net_arch=dict(pi=list(pol.hidden), vf=list(pol.hidden)), activation_fn=activation, ortho_init=pol.ortho_init
+    )
+    if _continuous(env.id):
+        policy_kwargs["log_std_init"] = pol.log_std_init
+    if hp.adam_eps != SB3_ADAM_EPS:
+        policy_kwargs["optimizer_kwargs"] = dict(eps=hp.adam_eps)
+    kwargs["policy_kwargs"] = policy_kwargs
+
+    normalize = None
+    if env.normalize_obs or env.normalize_reward:
+        normalize = dict(norm_obs=env.normalize_obs, norm_reward=env.normalize_reward, gamma=hp.gamma)
+        normalize["clip_obs"] = env.clip_obs
+        if env.clip_reward is not None:
+            normalize["clip_reward"] = env.clip_reward
+
+    described = {
+        "n_envs": env.num_envs,
+        **{
+            k: v
+            for k, v in kwargs.items()
+            if k not in ("learning_rate", "clip_range", "clip_range_vf", "policy_kwargs")
+        },
+        "learning_rate": lr_text,
+        "clip_range": clip_text,
+        "clip_range_vf": clip_text if hp.clip_vloss else None,
+        "policy_kwargs": {
+            **{k: v for k, v in policy_kwargs.items() if k != "activation_fn"},
+            "activation_fn": f"nn.{activation.__name__}",
+        },
+        "VecNormalize": normalize,
+    }
+    return kwargs, normalize, described
+
+
+def _continuous(env_id: str) -> bool:
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    try:
+        return isinstance(env.action_space, gym.spaces.Box)
+    finally:
+        env.close()
+
+
+def describe_sb3(described: dict[str, Any]) -> str:
+    def text(value: Any) -> str:
+        if isinstance(value, dict):
+            return "dict(" + ", ".join(f"{k}={text(v)}" for k, v in value.items()) + ")"
+        return str(value)
+
+    return ", ".join(f"{k}={text(v)}" for k, v in described.items())
 
 
 # --------------------------------------------------------------------------- workers (one per subprocess)
-def _preimport() -> None:
-    """Import what torch would otherwise import lazily inside the timed region, for both contenders alike.
+def _preimport(env_id: str) -> None:
+    """Import what would otherwise be imported lazily inside the timed region, for both contenders alike.
 
     ``torch.optim.Optimizer.__init__`` imports ``torch._dynamo`` on first use (about 2 s here); both
-    learners build an Adam optimizer, so both would pay it. Imports are kept out of the timed figure.
+    learners build an Adam optimizer, so both would pay it. The env's module (Box2D, MuJoCo bindings)
+    is imported on the first ``gym.make``. Imports are kept out of the timed figure.
     """
+    import importlib
+
+    import gymnasium as gym
     import torch._dynamo  # noqa: F401
 
+    entry = gym.spec(env_id).entry_point
+    if isinstance(entry, str):
+        importlib.import_module(entry.split(":")[0])
 
-def worker_frugalrl(seed: int, timesteps: int) -> dict:
+
+def worker_frugalrl(spec: EnvSpec, seed: int, timesteps: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    _preimport()
+    _preimport(spec.env_id)
     from frugalrl.config import load_config
     from frugalrl.train import train
 
-    cfg = load_config(
-        CONFIG, ["tracking.enabled=false", f"seed={seed}", f"ppo.total_timesteps={timesteps}", "threads=1"]
-    )
+    overrides = frugalrl_overrides(spec, seed, timesteps)
+    cfg = load_config(_report.REPO_ROOT / spec.config, overrides)
     with tempfile.TemporaryDirectory(prefix="frugalrl-bench-") as tmp:
         out_dir = Path(tmp) / "run"
         started = time.perf_counter()
         summary = train(cfg, out_dir, interactive=False)
         total = time.perf_counter() - started
         reach_steps = reach_s = None
-        with (out_dir / "metrics.jsonl").open() as fh:
-            for line in fh:
-                row = json.loads(line)
-                if row.get("episode_return", float("-inf")) >= TARGET_RETURN:
-                    reach_steps = int(row["step"])
-                    reach_s = row["step"] / row["sps"]  # sps = global_step / meter.wall_s at that update
-                    break
+        if spec.reach is not None:
+            with (out_dir / "metrics.jsonl").open() as fh:
+                for line in fh:
+                    row = json.loads(line)
+                    if row.get("episode_return", float("-inf")) >= spec.reach:
+                        reach_steps = int(row["step"])
+                        reach_s = row["step"] / row["sps"]  # sps = global_step / meter.wall_s at that update
+                        break
     return {
         "train_s": total - summary["eval_s"],
         "total_s": total,
         "summary_wall_minus_eval_s": summary["wall_s"] - summary["eval_s"],
+        "learn_call_s": None,
         "learn_s": summary.get("learn_s"),
+        "act_s": summary.get("act_s"),
         "env_s": summary.get("env_s"),
+        "optimizer_steps": summary.get("optimizer_steps"),
+        "compile": summary.get("compile"),
+        "compile_config": getattr(cfg.ppo, "compile", None),
+        "updates": summary.get("updates"),
         "eval_mean": summary["eval_mean"],
         "eval_returns": summary.get("eval_returns"),
+        "eval_episodes": summary.get("eval_episodes"),
         "env_steps": summary["real_env_steps"],
         "reach_steps": reach_steps,
         "reach_s": reach_s,
         "torch_threads": torch.get_num_threads(),
+        "settings": {"config": spec.config, "overrides": overrides},
     }
 
 
-def worker_sb3(seed: int, timesteps: int) -> dict:
+def worker_sb3(spec: EnvSpec, seed: int, timesteps: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    _preimport()
+    _preimport(spec.env_id)
     import gymnasium as gym
     import numpy as np
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from frugalrl.config import load_config
+
+    cfg = load_config(_report.REPO_ROOT / spec.config, frugalrl_overrides(spec, seed, timesteps))
+    kwargs, normalize, described = sb3_settings(cfg)
 
     class ReachTarget(BaseCallback):
-        """Notes the first update after which the 100-episode training mean reaches the target."""
+        """Notes the first update after which the 100-episode training mean reaches the threshold."""
 
         def __init__(self, started: float):
             super().__init__()
@@ -120,7 +335,7 @@ def worker_sb3(seed: int, timesteps: int) -> dict:
 
         def _check(self) -> None:
             buf = self.model.ep_info_buffer
-            if self.reach_steps is None and buf and np.mean([ep["r"] for ep in buf]) >= TARGET_RETURN:
+            if self.reach_steps is None and buf and np.mean([ep["r"] for ep in buf]) >= spec.reach:
                 self.reach_steps = int(self.model.num_timesteps)
                 self.reach_s = time.perf_counter() - self.started
 
@@ -135,53 +350,63 @@ def worker_sb3(seed: int, timesteps: int) -> dict:
             self._check()
 
     started = time.perf_counter()
-    env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
-    model = PPO(
-        "MlpPolicy",
-        env,
-        n_steps=32,
-        batch_size=256,
-        n_epochs=20,
-        gamma=0.98,
-        gae_lambda=0.8,
-        ent_coef=0.0,
-        learning_rate=lambda p: p * 1e-3,
-        clip_range=lambda p: p * 0.2,
-        seed=seed,
-        device="cpu",
-    )
-    callback = ReachTarget(started)
+    env = make_vec_env(spec.env_id, n_envs=cfg.env.num_envs, seed=seed)
+    if normalize is not None:
+        env = VecNormalize(env, **normalize)
+    model = PPO("MlpPolicy", env, seed=seed, device="cpu", **kwargs)
+    callback = ReachTarget(started) if spec.reach is not None else None
     learn_started = time.perf_counter()
     model.learn(timesteps, callback=callback)
     ended = time.perf_counter()
-    env.close()
 
-    eval_env = gym.make("CartPole-v1")
+    if normalize is not None:  # evaluation: the frozen observation statistics, raw rewards
+        env.training = False
+        env.norm_reward = False
+    eval_env = gym.make(spec.env_id)
     returns = []
-    for i in range(EVAL_EPISODES):
+    for i in range(spec.eval_episodes):
         obs, _ = eval_env.reset(seed=EVAL_SEED + i)
         total, done = 0.0, False
         while not done:
-            action, _ = model.predict(obs, deterministic=True)
+            policy_obs = env.normalize_obs(obs) if normalize is not None and normalize["norm_obs"] else obs
+            action, _ = model.predict(policy_obs, deterministic=True)
             obs, reward, terminated, truncated, _ = eval_env.step(action)
             total += float(reward)
             done = terminated or truncated
         returns.append(total)
     eval_env.close()
+    env.close()
+
+    # SB3 counts no optimizer steps; without target_kl every update runs n_epochs passes over the rollout.
+    rollout = cfg.env.num_envs * cfg.ppo.num_steps
+    updates = -(-int(model.num_timesteps) // rollout)
+    optimizer_steps = (
+        updates * cfg.ppo.update_epochs * -(-rollout // cfg.ppo.batch_size) if cfg.ppo.target_kl is None else None
+    )
     return {
         "train_s": ended - started,
-        "learn_s_only": ended - learn_started,
+        "total_s": None,
+        "learn_call_s": ended - learn_started,
+        "learn_s": None,
+        "act_s": None,
+        "env_s": None,
+        "optimizer_steps": optimizer_steps,
+        "compile": None,
+        "compile_config": None,
+        "updates": updates,
         "eval_mean": float(np.mean(returns)),
         "eval_returns": returns,
+        "eval_episodes": len(returns),
         "env_steps": int(model.num_timesteps),
-        "reach_steps": callback.reach_steps,
-        "reach_s": callback.reach_s,
+        "reach_steps": callback.reach_steps if callback else None,
+        "reach_s": callback.reach_s if callback else None,
         "torch_threads": torch.get_num_threads(),
+        "settings": {"PPO": "MlpPolicy", **described},
     }
 
 
 # --------------------------------------------------------------------------- driver
-def run_worker(kind: str, seed: int, timesteps: int) -> dict:
+def run_worker(kind: str, env_id: str, seed: int, timesteps: int) -> dict:
     with tempfile.NamedTemporaryFile("r", suffix=".json", delete=False) as fh:
         result_path = fh.name
     cmd = [
@@ -189,6 +414,8 @@ def run_worker(kind: str, seed: int, timesteps: int) -> dict:
         str(Path(__file__).resolve()),
         "--worker",
         kind,
+        "--env",
+        env_id,
         "--seed",
         str(seed),
         "--timesteps",
@@ -200,133 +427,324 @@ def run_worker(kind: str, seed: int, timesteps: int) -> dict:
     try:
         proc = subprocess.run(cmd, cwd=_report.REPO_ROOT, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise RuntimeError(f"{kind} seed {seed} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+            raise RuntimeError(f"{kind} {env_id} seed {seed} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
         return json.loads(Path(result_path).read_text())
     finally:
         Path(result_path).unlink(missing_ok=True)
 
 
-def fmt_opt(value: float | None, fmt: str) -> str:
-    return "missed" if value is None else fmt.format(value)
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build_report(args: argparse.Namespace, results: list[dict], load_start: str, load_end: str) -> str:
+def append_row(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
     rows = []
-    ratios, ratios_learn = [], []
-    fr_times, sb_times, fr_ret, sb_ret = [], [], [], []
-    for r in results:
-        fr, sb = r["frugalrl"], r["sb3"]
-        ratio = sb["train_s"] / fr["train_s"]
-        ratios.append(ratio)
-        ratios_learn.append(sb["learn_s_only"] / fr["train_s"])
-        fr_times.append(fr["train_s"])
-        sb_times.append(sb["train_s"])
-        fr_ret.append(fr["eval_mean"])
-        sb_ret.append(sb["eval_mean"])
-        rows.append(
-            [
-                str(r["seed"]),
-                f"{fr['train_s']:.1f}",
-                f"{sb['train_s']:.1f} ({sb['learn_s_only']:.1f})",
-                f"{ratio:.2f}",
-                f"{fr['eval_mean']:.1f}",
-                f"{sb['eval_mean']:.1f}",
-                f"{fmt_opt(fr['reach_steps'], '{:,}')} / {fmt_opt(fr['reach_s'], '{:.1f} s')}",
-                f"{fmt_opt(sb['reach_steps'], '{:,}')} / {fmt_opt(sb['reach_s'], '{:.1f} s')}",
-            ]
+    with path.open() as fh:
+        for line in fh:
+            if line.strip():
+                rows.append(json.loads(line))
+    return rows
+
+
+def latest_batch(rows: list[dict], env_id: str, timesteps: int) -> list[dict]:
+    """The rows of ``env_id`` at ``timesteps`` that share the newest batch id (the last one appended)."""
+    matching = [r for r in rows if r.get("env") == env_id and r.get("timesteps") == timesteps]
+    if not matching:
+        return []
+    batch = matching[-1]["batch"]
+    return [r for r in matching if r["batch"] == batch]
+
+
+# --------------------------------------------------------------------------- report
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _mmm(values: list[float], fmt: str) -> str:
+    """``median (min-max)``; ``median (min to max)`` where a value is negative (returns)."""
+    if not values:
+        return "-"
+    if min(values) >= 0:
+        return _report.fmt_mmm(values, fmt)
+    med, lo, hi = _report.summarize(values)
+    return f"{fmt.format(med)} ({fmt.format(lo)} to {fmt.format(hi)})"
+
+
+def _ratios(fr: list[float | None], sb: list[float | None], positive: bool = False) -> tuple[str, str]:
+    """frugalrl / SB3: (ratio of medians, median (min-max) of per-seed ratios). ``positive``: returns, where a
+    ratio only means something when both are above 0."""
+    pairs = [(a, b) for a, b in zip(fr, sb, strict=True) if a is not None and b is not None]
+    if positive:
+        pairs = [(a, b) for a, b in pairs if a > 0 and b > 0]
+    fr_all = [a for a in fr if a is not None]
+    sb_all = [b for b in sb if b is not None]
+    if fr_all and sb_all and (not positive or (_median(fr_all) > 0 and _median(sb_all) > 0)):
+        of_medians = f"{_median(fr_all) / _median(sb_all):.2f}"
+    else:
+        of_medians = "n/a" + (" (median return <= 0)" if positive and fr_all and sb_all else "")
+    if not pairs:
+        return of_medians, "n/a"
+    per_seed = _report.fmt_mmm([a / b for a, b in pairs], "{:.2f}")
+    if len(pairs) < len(fr):
+        per_seed += f" [{len(pairs)}/{len(fr)} seeds]"
+    return of_medians, per_seed
+
+
+def _opt(value: Any, fmt: str, missing: str = "-") -> str:
+    return missing if value is None else fmt.format(value)
+
+
+def _load1(load: str) -> float | None:
+    try:
+        return float(load.split("/")[0])
+    except (ValueError, AttributeError):
+        return None
+
+
+def pair_by_seed(rows: list[dict]) -> tuple[list[dict], list[int]]:
+    """[{seed, frugalrl, sb3}] for seeds with both contenders (the later row wins a duplicate), and the
+    seeds that lack one."""
+    by_seed: dict[int, dict] = {}
+    for row in rows:
+        by_seed.setdefault(row["seed"], {"seed": row["seed"]})[row["contender"]] = row
+    complete = [entry for _, entry in sorted(by_seed.items()) if all(c in entry for c in CONTENDERS)]
+    incomplete = sorted(seed for seed, entry in by_seed.items() if not all(c in entry for c in CONTENDERS))
+    return complete, incomplete
+
+
+def target_line(
+    spec: EnvSpec,
+    n: int,
+    time_per_seed: list[float],
+    time_of_medians: float,
+    fr_ret: list[float],
+    sb_ret: list[float],
+    budget_note: str,
+) -> str:
+    if spec.max_ratio is None:
+        return f"**No target for {spec.env_id}: the figures are reported as measured.**{budget_note}"
+    med = _median(time_per_seed)
+    time_ok = med <= spec.max_ratio
+    time_text = (
+        f"training wall-clock frugalrl / SB3, median of per-seed ratios {med:.2f} (min {min(time_per_seed):.2f}, "
+        f"max {max(time_per_seed):.2f}; ratio of medians {time_of_medians:.2f}): "
+        f"{'met' if time_ok else 'missed'}"
+    )
+    if (time_of_medians <= spec.max_ratio) != time_ok:
+        time_text += (
+            f" (the ratio of medians alone would have {'met' if time_of_medians <= spec.max_ratio else 'missed'} it)"
         )
-    per_seed = _report.markdown_table(
-        [
-            "seed",
-            "frugalrl training s",
-            "SB3 training s (learn only)",
-            "SB3 / frugalrl",
-            "frugalrl eval return",
-            "SB3 eval return",
-            "frugalrl reaches 475 (steps / s)",
-            "SB3 reaches 475 (steps / s)",
-        ],
-        rows,
-    )
+    if spec.target == "cartpole":
+        fr_hit = sum(v >= spec.reach for v in fr_ret)
+        sb_hit = sum(v >= spec.reach for v in sb_ret)
+        goal = (
+            f"frugalrl training wall-clock at most {spec.max_ratio:.2f}x SB3's "
+            f"(frugalrl / SB3 <= {spec.max_ratio:.2f}) "
+            f"and {CARTPOLE_SEEDS} of {CARTPOLE_SEEDS} seeds with eval return >= {spec.reach:.0f}"
+        )
+        if n < CARTPOLE_SEEDS:
+            ret_ok = False
+            ret_text = (
+                f"eval return >= {spec.reach:.0f}: frugalrl {fr_hit}/{n} seeds (SB3 {sb_hit}/{n}), "
+                f"missed: only {n} seed(s) run, the target counts {CARTPOLE_SEEDS}"
+            )
+        else:
+            ret_ok = fr_hit == n
+            ret_text = (
+                f"eval return >= {spec.reach:.0f}: frugalrl {fr_hit}/{n} seeds (SB3 {sb_hit}/{n}): "
+                f"{'met' if ret_ok else 'missed'}"
+            )
+    else:
+        fr_med, sb_med = _median(fr_ret), _median(sb_ret)
+        ret_ok = fr_med >= sb_med
+        goal = f"frugalrl / SB3 training wall-clock <= {spec.max_ratio:.2f} at an equal or better median eval return"
+        ret_text = f"median eval return frugalrl {fr_med:.1f} vs SB3 {sb_med:.1f}: {'met' if ret_ok else 'missed'}"
+    verdict = "met" if time_ok and ret_ok else "missed"
+    return f"**Target: {goal}. Measured: {time_text}; {ret_text}. Overall: {verdict}.**{budget_note}"
+
+
+def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
+    results, incomplete = pair_by_seed(rows)
+    if not results:
+        raise ValueError(f"{spec.env_id}: no seed with both contenders in batch {rows[0]['batch']}")
     n = len(results)
-    fr_hit = sum(v >= TARGET_RETURN for v in fr_ret)
-    sb_hit = sum(v >= TARGET_RETURN for v in sb_ret)
-    med_ratio = _report.summarize(ratios)[0]
-    verdict = "met" if med_ratio >= TARGET_RATIO else "missed"
-    same_return = fr_hit >= sb_hit
-    fr_reach = [r["frugalrl"]["reach_s"] for r in results if r["frugalrl"]["reach_s"] is not None]
-    sb_reach = [r["sb3"]["reach_s"] for r in results if r["sb3"]["reach_s"] is not None]
-    reach_pairs = [
-        r["sb3"]["reach_s"] / r["frugalrl"]["reach_s"]
-        for r in results
-        if r["sb3"]["reach_s"] is not None and r["frugalrl"]["reach_s"] is not None
+    fr = [r["frugalrl"] for r in results]
+    sb = [r["sb3"] for r in results]
+    fr_t, sb_t = [r["train_s"] for r in fr], [r["train_s"] for r in sb]
+    sb_learn = [r["learn_call_s"] for r in sb]
+    fr_ret, sb_ret = [r["eval_mean"] for r in fr], [r["eval_mean"] for r in sb]
+    time_of_medians = _median(fr_t) / _median(sb_t)
+    time_per_seed = [a / b for a, b in zip(fr_t, sb_t, strict=True)]
+    episodes = fr[0].get("eval_episodes") or spec.eval_episodes
+
+    budget_note = ""
+    if timesteps != spec.timesteps:
+        budget_note = (
+            f" (Budget {timesteps:,} env steps instead of the default {spec.timesteps:,}: "
+            "not a check of the target as stated.)"
+        )
+
+    def row(figure: str, a: list, b: list, fmt: str, positive: bool = False) -> list[str]:
+        of_medians, per_seed = _ratios(a, b, positive)
+        return [
+            figure,
+            _mmm([v for v in a if v is not None], fmt),
+            _mmm([v for v in b if v is not None], fmt),
+            of_medians,
+            per_seed,
+        ]
+
+    table = [
+        row("training wall-clock, s", fr_t, sb_t, "{:.1f}"),
+        row("frugalrl training vs SB3 `.learn()` alone, s", fr_t, sb_learn, "{:.1f}"),
+        row(f"final eval return ({episodes} det. episodes)", fr_ret, sb_ret, "{:.1f}", positive=True),
     ]
+    if spec.reach is not None:
+        fr_hit = sum(v >= spec.reach for v in fr_ret)
+        sb_hit = sum(v >= spec.reach for v in sb_ret)
+        table.append([f"seeds with eval return >= {spec.reach:.0f}", f"{fr_hit}/{n}", f"{sb_hit}/{n}", "", ""])
+        fr_reach = [r["reach_s"] for r in fr]
+        sb_reach = [r["reach_s"] for r in sb]
+        reached = row(
+            f"s to 100-episode training mean >= {spec.reach:.0f} (seeds that reach it)", fr_reach, sb_reach, "{:.1f}"
+        )
+        k_fr = sum(v is not None for v in fr_reach)
+        k_sb = sum(v is not None for v in sb_reach)
+        reached[1] = (reached[1] if k_fr else "missed") + f" [{k_fr}/{n}]"
+        reached[2] = (reached[2] if k_sb else "missed") + f" [{k_sb}/{n}]"
+        table.append(reached)
+    table.append(row("env steps run", [r["env_steps"] for r in fr], [r["env_steps"] for r in sb], "{:,}"))
+    fr_opt = [r.get("optimizer_steps") for r in fr]
+    opt_row = row(
+        "optimizer steps (SB3: computed, n_epochs x minibatches x updates)",
+        fr_opt,
+        [r.get("optimizer_steps") for r in sb],
+        "{:,}",
+    )
+    if all(v is None for v in fr_opt):
+        opt_row[1] = "not in summary.json"
+    table.append(opt_row)
+    split = []
+    for key in ("env_s", "act_s", "learn_s"):
+        values = [r.get(key) for r in fr if r.get(key) is not None]
+        split.append(f"{key} {_mmm(values, '{:.1f}')}" if values else f"{key} -")
+    table.append(["frugalrl time split (summary.json), s", "; ".join(split), "", "", ""])
+    compiles = sorted({f"{r.get('compile') or 'not in summary.json'} (config: {r.get('compile_config')})" for r in fr})
+    table.append(["frugalrl compile mode (summary.json)", ", ".join(compiles), "", "", ""])
     summary = _report.markdown_table(
-        ["figure", "frugalrl", "Stable-Baselines3", "SB3 / frugalrl"],
         [
-            [
-                "training wall-clock, s, median (min-max)",
-                _report.fmt_mmm(fr_times, "{:.1f}"),
-                _report.fmt_mmm(sb_times, "{:.1f}"),
-                _report.fmt_mmm(ratios, "{:.2f}") + " (paired per seed)",
-            ],
-            [
-                "SB3 `.learn()` only vs frugalrl training",
-                "",
-                "",
-                _report.fmt_mmm(ratios_learn, "{:.2f}"),
-            ],
-            [
-                f"final eval return ({EVAL_EPISODES} det. episodes), median (min-max)",
-                _report.fmt_mmm(fr_ret, "{:.1f}"),
-                _report.fmt_mmm(sb_ret, "{:.1f}"),
-                "",
-            ],
-            [f"seeds with eval return >= {TARGET_RETURN:.0f}", f"{fr_hit}/{n}", f"{sb_hit}/{n}", ""],
-            [
-                "s to 100-episode training mean >= 475, median (min-max) over seeds that reach it",
-                (_report.fmt_mmm(fr_reach, "{:.1f}") + f" [{len(fr_reach)}/{n}]") if fr_reach else f"missed [0/{n}]",
-                (_report.fmt_mmm(sb_reach, "{:.1f}") + f" [{len(sb_reach)}/{n}]") if sb_reach else f"missed [0/{n}]",
-                _report.fmt_mmm(reach_pairs, "{:.2f}") if reach_pairs else "-",
-            ],
+            "figure, median (min-max)",
+            "frugalrl",
+            "Stable-Baselines3",
+            "frugalrl / SB3: ratio of medians",
+            "frugalrl / SB3: per seed, median (min-max)",
         ],
+        table,
     )
-    target_line = (
-        f"**Target: frugalrl at least {TARGET_RATIO:.0f}x faster than SB3 to the same return "
-        f"(SB3/frugalrl training wall-clock >= {TARGET_RATIO:.0f}). Measured median ratio {med_ratio:.2f} "
-        f"(min {min(ratios):.2f}, max {max(ratios):.2f}): {verdict}.** Return: frugalrl {fr_hit}/{n} seeds, "
-        f"SB3 {sb_hit}/{n} seeds at >= {TARGET_RETURN:.0f}"
-        + ("." if same_return else " - frugalrl reaches the return on fewer seeds, so 'same return' also misses.")
-    )
-    threads = {r["frugalrl"]["torch_threads"] for r in results} | {r["sb3"]["torch_threads"] for r in results}
-    lines = _report.machine_lines(
-        _report.command_line(),
-        load_start,
-        load_end,
-        extra=[
-            f"seeds: {n} ({', '.join(str(r['seed']) for r in results)}); {args.timesteps:,} env steps per run; "
-            "order per seed: frugalrl then SB3, each in a fresh subprocess; torch threads: "
-            + "/".join(str(t) for t in sorted(threads)),
-            "training s: frugalrl = wall-clock around `train()` minus its final evaluation (`eval_s`): env and agent "
-            "construction, all updates, checkpoint writes, policy export; MLflow off. SB3 = wall-clock around "
-            "`make_vec_env` + `PPO(...)` + `.learn()` (in parentheses: `.learn()` alone). Imports are not timed (both "
-            "workers import `torch._dynamo`, which `torch.optim` otherwise imports lazily, before the clock starts).",
-            f"eval return: mean of {EVAL_EPISODES} deterministic episodes, episode i reset with seed "
-            f"{EVAL_SEED}+i (frugalrl: `summary['eval_mean']`; SB3: same seeds, `model.predict(obs, "
-            "deterministic=True)`).",
-            "reaches 475: first update after which the mean return of the last 100 finished training episodes "
-            "is >= 475; env steps and seconds since training started (frugalrl: cost meter start; SB3: start of "
-            "the timed region). 'missed' = never within the budget.",
-            "Other processes may share the machine; see the load average.",
-        ],
-    )
+
+    header = [
+        "seed",
+        "frugalrl training s",
+        "SB3 training s (`.learn()` alone)",
+        "frugalrl / SB3 time",
+        "frugalrl eval return",
+        "SB3 eval return",
+        "frugalrl / SB3 return",
+    ]
+    if spec.reach is not None:
+        header += [f"frugalrl reaches {spec.reach:.0f} (steps / s)", f"SB3 reaches {spec.reach:.0f} (steps / s)"]
+    header += ["frugalrl env / act / learn s", "optimizer steps frugalrl / SB3", "load (1 min) after frugalrl / SB3"]
+    per_seed_rows = []
+    for r in results:
+        a, b = r["frugalrl"], r["sb3"]
+        ret_ratio = f"{a['eval_mean'] / b['eval_mean']:.2f}" if a["eval_mean"] > 0 and b["eval_mean"] > 0 else "n/a"
+        cells = [
+            str(r["seed"]),
+            f"{a['train_s']:.1f}",
+            f"{b['train_s']:.1f} ({b['learn_call_s']:.1f})",
+            f"{a['train_s'] / b['train_s']:.2f}",
+            f"{a['eval_mean']:.1f}",
+            f"{b['eval_mean']:.1f}",
+            ret_ratio,
+        ]
+        if spec.reach is not None:
+            cells += [
+                f"{_opt(a['reach_steps'], '{:,}', 'missed')} / {_opt(a['reach_s'], '{:.1f} s', 'missed')}",
+                f"{_opt(b['reach_steps'], '{:,}', 'missed')} / {_opt(b['reach_s'], '{:.1f} s', 'missed')}",
+            ]
+        cells += [
+            " / ".join(_opt(a.get(k), "{:.1f}") for k in ("env_s", "act_s", "learn_s")),
+            f"{_opt(a.get('optimizer_steps'), '{:,}')} / {_opt(b.get('optimizer_steps'), '{:,}')}",
+            f"{_opt(_load1(a['load_after']), '{:.2f}')} / {_opt(_load1(b['load_after']), '{:.2f}')}",
+        ]
+        per_seed_rows.append(cells)
+    per_seed = _report.markdown_table(header, per_seed_rows)
+
+    first, last = rows[0], rows[-1]
+    machine, versions = first.get("machine", {}), first.get("versions", {})
+    commits = sorted({r["git_commit"] for r in rows})
+    commands = sorted({r["command"] for r in rows})
+    loads = [v for v in (_load1(r["load_after"]) for r in rows) if v is not None]
+    threads = sorted({r["torch_threads"] for r in rows})
+    fr_steps = sorted({r["env_steps"] for r in fr})
+    sb_steps = sorted({r["env_steps"] for r in sb})
+    lines = [
+        f"- command: {', '.join(f'`{c}`' for c in commands)}",
+        f"- date: {first['timestamp']} to {last['timestamp']}; frugalrl commit {', '.join(commits)}; "
+        f"results: `benchmarks/results/ppo_vs_sb3.jsonl`, batch `{first['batch']}`",
+        f"- machine: {machine.get('nproc', '?')} CPUs (`nproc`), {machine.get('cpu', '?')} (`lscpu` model name), "
+        f"GPU: {machine.get('gpu', '?')}",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
+        f"- load average (1/5/15 min) at start: {first['load_before']}; at end: {last['load_after']}; "
+        f"1-min load after each run: {_mmm(loads, '{:.2f}')}",
+        f"- seeds: {n} ({', '.join(str(r['seed']) for r in results)})"
+        + (f"; seeds without both contenders, left out: {incomplete}" if incomplete else "")
+        + f"; budget: {timesteps:,} env steps per run (default for {spec.env_id}: {spec.timesteps:,}); env steps "
+        f"run (whole rollouts): frugalrl {'/'.join(f'{s:,}' for s in fr_steps)}, SB3 "
+        f"{'/'.join(f'{s:,}' for s in sb_steps)}; order per seed: frugalrl then SB3, each in a fresh subprocess; "
+        f"torch threads: {'/'.join(str(t) for t in threads)}",
+        f"- frugalrl: `{spec.config}` with {', '.join(f'`{o}`' for o in fr[0]['settings']['overrides'])}",
+        f'- SB3: `PPO("MlpPolicy", env, seed=seed, device="cpu", ...)` with the same hyperparameters, read from '
+        f"that file: {describe_sb3({k: v for k, v in sb[0]['settings'].items() if k != 'PPO'})}",
+        "- training s: frugalrl = wall-clock around `train()` minus its final evaluation (`eval_s`): env and agent "
+        "construction, all updates, checkpoint writes, policy export; MLflow off. SB3 = wall-clock around "
+        "`make_vec_env` (+ `VecNormalize`) + `PPO(...)` + `.learn()` (in parentheses: `.learn()` alone). Imports "
+        "are not timed (both workers import `torch._dynamo` and the env's module before the clock starts).",
+        f"- eval return: mean of {episodes} deterministic episodes, episode i reset with seed {EVAL_SEED}+i "
+        "(frugalrl: `summary['eval_mean']`; SB3: same seeds, `model.predict(obs, deterministic=True)`"
+        + (
+            ", observations normalised with VecNormalize's frozen statistics"
+            if sb[0]["settings"].get("VecNormalize")
+            else ""
+        )
+        + ").",
+        "- ratios are frugalrl / SB3 (below 1: frugalrl is faster, or has the lower return); 'ratio of medians' "
+        "divides the two medians, 'per seed' takes the median (min-max) of the paired per-seed ratios; a return "
+        "ratio is only given where both returns are above 0.",
+    ]
+    if spec.reach is not None:
+        lines.append(
+            f"- reaches {spec.reach:.0f}: first update after which the mean return of the last 100 finished training "
+            "episodes is >= the threshold; env steps and seconds since training started (frugalrl: cost meter "
+            "start; SB3: start of the timed region). 'missed' = never within the budget."
+        )
+    lines.append("- Other processes may share the machine; see the load average.")
+    tl = target_line(spec, n, time_per_seed, time_of_medians, fr_ret, sb_ret, budget_note)
     return "\n".join(
         [
-            "RL Zoo CartPole-v1 PPO hyperparameters on both sides (see the script's docstring).",
+            f"PPO on {spec.env_id}, RL Zoo hyperparameters on both sides (see the script's docstring).",
             "",
             *lines,
             "",
-            target_line,
+            tl,
             "",
             summary,
             "",
@@ -337,52 +755,106 @@ def build_report(args: argparse.Namespace, results: list[dict], load_start: str,
     )
 
 
+# --------------------------------------------------------------------------- main
+def machine_facts() -> dict[str, Any]:
+    return {"nproc": _report.nproc(), "cpu": _report.cpu_model(), "gpu": _report.gpu_name()}
+
+
+def run_env(spec: EnvSpec, timesteps: int, seeds: list[int], common: dict, results_path: Path) -> list[dict]:
+    rows = []
+    for seed in seeds:
+        for kind in CONTENDERS:
+            load_before = _report.load_average()
+            res = run_worker(kind, spec.env_id, seed, timesteps)
+            row = {
+                **common,
+                "timestamp": utc_now(),
+                "env": spec.env_id,
+                "timesteps": timesteps,
+                "seed": seed,
+                "contender": kind,
+                "load_before": load_before,
+                "load_after": _report.load_average(),
+                **res,
+            }
+            append_row(results_path, row)
+            rows.append(row)
+            print(
+                f"{spec.env_id} seed {seed} {kind:8s} train {res['train_s']:7.1f} s  eval {res['eval_mean']:8.1f}  "
+                f"steps {res['env_steps']:,}  reach {res['reach_steps']} / {res['reach_s']}  "
+                f"load {row['load_after']}",
+                flush=True,
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=5, help="number of seeds (1..N)")
+    parser.add_argument(
+        "--env", nargs="+", choices=sorted(ENVS), default=["CartPole-v1"], help="one or more envs, one section each"
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="number of seeds (first-seed .. first-seed+N-1)")
     parser.add_argument("--first-seed", type=int, default=1)
-    parser.add_argument("--timesteps", type=int, default=100_000)
-    parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
-    parser.add_argument("--worker", choices=["frugalrl", "sb3"], help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, default=None, help="(worker) the seed of this one run")
+    parser.add_argument(
+        "--timesteps", type=int, default=None, help="env-step budget per run (default: 100k CartPole, 1M the others)"
+    )
+    parser.add_argument("--write", action="store_true", help="write one section per env into docs/benchmarks.md")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: render the newest batch for each env and budget from the results file",
+    )
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSONL results file (appended to)")
+    parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    specs = [ENVS[e] for e in dict.fromkeys(args.env)]
 
     if args.worker:
-        if args.seed is None:
-            parser.error("--worker needs --seed")
+        if args.seed is None or args.timesteps is None or len(specs) != 1:
+            parser.error("--worker needs --seed, --timesteps and one --env")
         fn = worker_frugalrl if args.worker == "frugalrl" else worker_sb3
-        result = fn(args.seed, args.timesteps)
-        text = json.dumps(result)
+        text = json.dumps(fn(specs[0], args.seed, args.timesteps))
         if args.result:
             Path(args.result).write_text(text)
         else:
             print(text)
         return
 
-    load_start = _report.load_average()
-    results = []
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
-        entry: dict = {"seed": seed}
-        for kind in ("frugalrl", "sb3"):
-            res = run_worker(kind, seed, args.timesteps)
-            entry[kind] = res
-            print(
-                f"seed {seed} {kind:8s} train {res['train_s']:6.1f} s  eval {res['eval_mean']:6.1f}  "
-                f"reach475 {res['reach_steps']} steps / {res['reach_s']}  load {_report.load_average()}",
-                flush=True,
-            )
-        results.append(entry)
-    load_end = _report.load_average()
-    body = build_report(args, results, load_start, load_end)
-    print()
-    print(body)
-    raw = Path(tempfile.gettempdir()) / "ppo_vs_sb3_results.json"
-    raw.write_text(json.dumps(results, indent=1))
-    print(f"\nraw results: {raw}")
-    if args.write:
-        path = _report.write_section("ppo_vs_sb3", body)
-        print(f"wrote {path}")
+    batches: list[tuple[EnvSpec, int, list[dict]]] = []
+    if args.report_only:
+        all_rows = read_rows(args.results)
+        for spec in specs:
+            timesteps = args.timesteps or spec.timesteps
+            rows = latest_batch(all_rows, spec.env_id, timesteps)
+            if not rows:
+                print(f"{spec.env_id}: no rows at {timesteps:,} env steps in {args.results}; skipped", file=sys.stderr)
+                continue
+            batches.append((spec, timesteps, rows))
+        if not batches:
+            sys.exit(1)
+    else:
+        common = {
+            "batch": dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}",
+            "git_commit": _report.git_commit(),
+            "command": _report.command_line(),
+            "machine": machine_facts(),
+            "versions": _report.package_versions(),
+        }
+        seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+        for spec in specs:
+            timesteps = args.timesteps or spec.timesteps
+            batches.append((spec, timesteps, run_env(spec, timesteps, seeds, common, args.results)))
+        print(f"\nrows appended to {args.results} (batch {common['batch']})")
+
+    for spec, timesteps, rows in batches:
+        body = render(spec, rows, timesteps)
+        print(f"\n## {spec.env_id} ({spec.section})\n")
+        print(body)
+        if args.write:
+            path = _report.write_section(spec.section, body, after=SECTION_AFTER.get(spec.section, ()))
+            print(f"wrote section {spec.section} into {path}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import pytest
 
 from frugalrl.config import EnvConfig
 from frugalrl.envs import FastSyncVectorEnv, env_state_dict, load_env_state_dict, make_vec_env
+from frugalrl.envs.batched_cartpole import BatchedCartPole
 from frugalrl.envs.wrappers import FrameStack, NormalizeObservation, RunningMeanStd, find_wrapper
 from frugalrl.errors import EnvError
 
@@ -115,17 +116,53 @@ def test_frame_stack_for_vector_observations():
     env.close()
 
 
-def test_snapshot_restores_the_exact_trajectory():
-    env = make_vec_env(EnvConfig(id="CartPole-v1", num_envs=2))
+@pytest.mark.parametrize("batched", [False, True])
+def test_snapshot_restores_the_exact_trajectory(batched):
+    env = make_vec_env(EnvConfig(id="CartPole-v1", num_envs=2, batched=batched))
     env.reset(seed=5)
     base = env.unwrapped
-    assert isinstance(base, FastSyncVectorEnv)
+    assert isinstance(base, BatchedCartPole if batched else FastSyncVectorEnv)
     blob = base.snapshot()
     actions = np.array([1, 0])
     first = [env.step(actions)[0] for _ in range(30)]
     base.restore(blob)
     second = [env.step(actions)[0] for _ in range(30)]
     np.testing.assert_array_equal(np.stack(first), np.stack(second))
+
+
+def test_batched_cartpole_is_gymnasiums_cartpole_bit_for_bit():
+    """Same seeds, same actions: observations, rewards, ends, final observations and episode
+    statistics equal to the last bit, through falls and through the 500-step time limit."""
+    batched = make_vec_env(EnvConfig(id="CartPole-v1", num_envs=6))
+    one_by_one = make_vec_env(EnvConfig(id="CartPole-v1", num_envs=6, batched=False))
+    assert isinstance(batched.unwrapped, BatchedCartPole)
+    obs_a, _ = batched.reset(seed=11)
+    obs_b, _ = one_by_one.reset(seed=11)
+    np.testing.assert_array_equal(obs_a, obs_b)
+    rng = np.random.default_rng(0)
+    truncations = falls = 0
+    for t in range(4000):
+        # envs 0-2 balance (a simple controller reaches the time limit), envs 3-5 act at random
+        balance = (obs_a[:, 2] + 0.5 * obs_a[:, 3] > 0).astype(np.int64)
+        actions = np.where(np.arange(6) < 3, balance, rng.integers(0, 2, 6))
+        step_a, step_b = batched.step(actions), one_by_one.step(actions)
+        for got, want in zip(step_a[:4], step_b[:4], strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=f"step {t}")
+        info_a, info_b = step_a[4], step_b[4]
+        assert set(info_a) == set(info_b)
+        if "final_obs" in info_a:
+            np.testing.assert_array_equal(info_a["_final_obs"], info_b["_final_obs"])
+            np.testing.assert_array_equal(info_a["final_obs"], info_b["final_obs"])
+            np.testing.assert_array_equal(info_a["episode"]["r"], info_b["episode"]["r"])
+        truncations += int(step_a[3].sum())
+        falls += int(step_a[2].sum())
+        obs_a = step_a[0]
+    assert truncations >= 3 and falls >= 50  # both kinds of episode end were compared
+
+
+def test_cartpole_with_kwargs_is_not_batched():
+    env = make_vec_env(EnvConfig(id="CartPole-v1", num_envs=2, kwargs={"sutton_barto_reward": True}))
+    assert isinstance(env.unwrapped, FastSyncVectorEnv)
 
 
 def test_unknown_env_is_a_clear_error():

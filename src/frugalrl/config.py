@@ -60,6 +60,9 @@ class EnvConfig(_Strict):
     frame_stack: int = Field(1, ge=1, le=16)
     atari: AtariConfig = Field(default_factory=AtariConfig)
     dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
+    batched: bool = Field(
+        True, description="CartPole-v1: step all copies as arrays (same trajectories, ~8x faster); false = one by one"
+    )
 
     @field_validator("id")
     @classmethod
@@ -134,6 +137,19 @@ class PPOConfig(_Strict):
     target_kl: float | None = Field(None, gt=0)
     norm_adv: bool = True
     adam_eps: float = Field(1e-5, gt=0)
+    compile: Literal["auto", "fused", "inductor", "off"] = Field(
+        "auto",
+        description="the minibatch step: fused (hand-written MLP forward/backward), inductor (torch.compile), "
+        "off (eager autograd); auto = fused where the policy allows, else off",
+    )
+
+    @field_validator("compile", mode="before")
+    @classmethod
+    def _yaml_switch(cls, value: Any) -> Any:
+        # YAML reads a bare `off` / `on` as a boolean: off is eager, on the fused step.
+        if isinstance(value, bool):
+            return "fused" if value else "off"
+        return {"on": "fused"}.get(value, value) if isinstance(value, str) else value
 
 
 class ReplayConfig(_Strict):
@@ -271,6 +287,12 @@ class PivotConfig(_Strict):
     keep_prob: float = Field(0.5, gt=0.0, le=1.0)
     warmup_steps: int = Field(1000, ge=0, description="env steps of uniform (full) compute first")
     min_full_fraction: float = Field(0.2, ge=0.0, le=1.0, description="safety margin: share always fully computed")
+    p_min: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="score < low: kept with this probability, weight 1 / p_min (unbiased); 0 = skipped (biased)",
+    )
     threshold_boost: float = Field(0.2, ge=0.0, le=1.0)
     threshold_decay_steps: int = Field(10_000, ge=1)
     refresh_every_updates: int = Field(10, ge=0, description="evaluator fine-tuning on fresh data; 0 = never")
@@ -384,10 +406,17 @@ class LatentConfig(_Strict):
 
 
 class SelectionConfig(_Strict):
-    """Which samples of a minibatch get compute: all (plain), pivot (importance), random (control)."""
+    """Which samples get compute: all (plain), pivot (importance), random or epochs (the two controls)."""
 
-    kind: Literal["all", "pivot", "random"] = "all"
-    random_keep_fraction: float = Field(0.35, gt=0.0, le=1.0)
+    kind: Literal["all", "pivot", "random", "epochs"] = "all"
+    keep_fraction: float = Field(
+        0.35, gt=0.0, le=1.0, description="random: share of samples kept; epochs: share of the epochs' samples"
+    )
+    packing: Literal["epoch", "minibatch"] = Field(
+        "epoch",
+        description="epoch: choose over the rollout, pack into full minibatches (fewer optimizer steps); "
+        "minibatch: thin each minibatch (same optimizer steps)",
+    )
 
 
 class EvalConfig(_Strict):

@@ -14,8 +14,7 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
 
@@ -38,6 +37,23 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+class _Timer:
+    """A context manager as a plain class: rollout loops enter one per step, and a generator-based
+    ``contextmanager`` costs several times more per use."""
+
+    __slots__ = ("seconds", "phase", "start")
+
+    def __init__(self, seconds: dict[str, float], phase: str):
+        self.seconds = seconds
+        self.phase = phase
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds[self.phase] = self.seconds.get(self.phase, 0.0) + time.perf_counter() - self.start
+
+
 @dataclass
 class CostMeter:
     """Counters for one run. ``phase`` timers accumulate seconds by name."""
@@ -47,6 +63,9 @@ class CostMeter:
     inference_samples: int = 0
     forward_samples: int = 0
     backward_samples: int = 0
+    # Optimizer steps of the learner: at small network sizes each costs a near-fixed time
+    # (per-operation overhead), so this, not the sample count, predicts the learner's seconds.
+    optimizer_steps: int = 0
     # Samples of auxiliary training work (e.g. an importance evaluator), by phase; their FLOPs
     # count into train_flops, since a technique's overhead is part of what it costs.
     aux_samples: dict[str, int] = field(default_factory=dict)
@@ -55,13 +74,9 @@ class CostMeter:
     started: float = field(default_factory=time.perf_counter)
     wall_offset: float = 0.0  # seconds spent before a resume
 
-    @contextmanager
-    def timed(self, phase: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+    def timed(self, phase: str) -> _Timer:
+        """``with meter.timed("env"): ...`` adds the block's seconds to ``seconds[phase]``."""
+        return _Timer(self.seconds, phase)
 
     def run_counted(self, phase: str, fn: Callable[[], T], samples: int) -> T:
         """Run ``fn`` (a step of ``phase`` over ``samples`` samples); the first time, count its FLOPs.
@@ -89,6 +104,7 @@ class CostMeter:
         self.real_env_steps += other.real_env_steps
         self.virtual_env_steps += other.virtual_env_steps
         self.inference_samples += other.inference_samples
+        self.optimizer_steps += other.optimizer_steps
         for phase, samples in (("forward", other.forward_samples), ("backward", other.backward_samples)):
             self.flops_per_sample[f"{prefix}_{phase}"] = other.flops_per_sample.get(phase, 0.0)
             self.count(f"{prefix}_{phase}", samples)
@@ -127,6 +143,7 @@ class CostMeter:
             "virtual_env_steps": self.virtual_env_steps,
             "forward_samples": self.forward_samples,
             "backward_samples": self.backward_samples,
+            "optimizer_steps": self.optimizer_steps,
             "inference_samples": self.inference_samples,
             "train_flops": float(self.train_flops),
             "inference_flops": float(self.inference_flops),

@@ -1,12 +1,23 @@
-"""The ``SampleSelector`` seam: which samples of a minibatch get a forward and backward pass.
+"""The ``SampleSelector`` seam: which samples of a rollout get a forward and backward pass.
 
 PPO asks its selector once per update (``on_rollout``, with the whole rollout) and once per
-minibatch (``select``). A selection is the kept positions, their loss weights, and the
-denominator of the weighted mean; the loss is ``sum(w_i * loss_i) / denominator``. Skipped
-samples never enter the forward pass, so they cost nothing and get no gradient.
+epoch (``epoch``): the selector returns that epoch's minibatches. A minibatch is a
+``Selection``: the kept positions, their loss weights, and the denominator of the weighted
+mean; the loss is ``sum(w_i * loss_i) / denominator``. Skipped samples never enter the
+forward pass, so they cost nothing and get no gradient.
 
-Selectors here: ``AllSamples`` (plain PPO) and ``RandomSkip`` (the control: a uniform random
-subset of a fixed fraction). The importance selector lives in ``frugalrl.pivot``.
+Two ways to skip (``selection.packing``):
+
+- ``minibatch``: shuffle the rollout into minibatches as plain PPO does, then thin each
+  minibatch. The number of optimizer steps is unchanged, and at small network sizes an
+  optimizer step, not a sample, is what costs time.
+- ``epoch``: choose the kept samples of the whole rollout once per epoch, then *pack* them
+  into full-size minibatches (``pack``), so fewer optimizer steps run. A packed minibatch's
+  denominator is scaled so that its expected loss equals the loss the selection estimates.
+
+Selectors here: ``AllSamples`` (plain PPO), ``RandomSkip`` (control (a): a uniform random
+subset) and ``FewerEpochs`` (control (b): fewer passes over the data, the last one partial).
+The importance selector lives in ``frugalrl.pivot``.
 """
 
 from __future__ import annotations
@@ -35,6 +46,10 @@ class Selection:
     indices: torch.Tensor  # (k,) positions into the rollout
     weights: torch.Tensor | None  # (k,) loss weights; None means all 1
     denominator: float  # the weighted loss is sum(w * loss) / denominator
+    # Whose advantage statistics normalise this minibatch: positions into the rollout, or None
+    # for the whole rollout's (statistics that do not depend on which samples were kept).
+    norm_indices: torch.Tensor | None = None
+    whole: bool = False  # indices are the whole rollout in order: the learner may skip gathering
 
 
 class SampleSelector(Protocol):
@@ -42,49 +57,112 @@ class SampleSelector(Protocol):
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> None: ...
 
-    def select(self, indices: torch.Tensor, step: int) -> Selection: ...
+    def epoch(self, rollout_size: int, batch_size: int, epoch: int, step: int) -> list[Selection]:
+        """The minibatches of epoch ``epoch`` (0-based) of this update."""
+        ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-class AllSamples:
-    """Every sample, weight 1: plain PPO."""
+def shuffled_minibatches(rollout_size: int, batch_size: int, device: torch.device) -> list[torch.Tensor]:
+    """Plain PPO's epoch: a random permutation of the rollout cut into minibatches."""
+    order = torch.randperm(rollout_size, device=device)
+    return [order[start : start + batch_size] for start in range(0, rollout_size, batch_size)]
 
-    technique = None
 
-    def on_rollout(self, batch: RolloutBatch, step: int) -> None:
-        pass
+def pack(chosen: Selection, batch_size: int) -> list[Selection]:
+    """Shuffle an epoch's kept samples and cut them into full-size minibatches.
 
-    def select(self, indices: torch.Tensor, step: int) -> Selection:
-        return Selection(indices, None, float(len(indices)))
+    ``chosen`` estimates a mean loss as ``sum(w * loss) / N`` over its k samples. A random
+    minibatch of m of them holds m / k of that sum on average, so its denominator is
+    ``N * m / k``: every packed minibatch estimates the same loss as the whole selection.
+    """
+    k = len(chosen.indices)
+    if k == 0:
+        return []
+    order = torch.randperm(k, device=chosen.indices.device)
+    out = []
+    for start in range(0, k, batch_size):
+        part = order[start : start + batch_size]
+        weights = None if chosen.weights is None else chosen.weights[part]
+        out.append(Selection(chosen.indices[part], weights, chosen.denominator * len(part) / k, None))
+    return out
 
+
+class _Stateless:
     def state_dict(self) -> dict[str, Any]:
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
 
+    def on_rollout(self, batch: RolloutBatch, step: int) -> None:
+        pass
 
-class RandomSkip:
-    """Keep a uniformly random ``keep_fraction`` of each minibatch: compute cut without choosing states."""
+
+class AllSamples(_Stateless):
+    """Every sample, weight 1, each minibatch normalised by its own statistics: plain PPO."""
+
+    technique = None
+    device = torch.device("cpu")
+
+    def __init__(self, device: torch.device | None = None):
+        self.device = device or torch.device("cpu")
+
+    def epoch(self, rollout_size: int, batch_size: int, epoch: int, step: int) -> list[Selection]:
+        if batch_size >= rollout_size:  # one minibatch holds the rollout: nothing to shuffle or gather
+            everything = torch.arange(rollout_size, device=self.device)
+            return [Selection(everything, None, float(rollout_size), None, whole=True)]
+        minibatches = shuffled_minibatches(rollout_size, batch_size, self.device)
+        return [Selection(mb, None, float(len(mb)), mb) for mb in minibatches]
+
+
+class RandomSkip(_Stateless):
+    """Control (a): keep a uniformly random ``keep_fraction``, computing less without choosing states."""
 
     technique = "random_skip"
 
-    def __init__(self, keep_fraction: float):
+    def __init__(self, keep_fraction: float, packing: str = "epoch", device: torch.device | None = None):
         self.keep_fraction = keep_fraction
+        self.packing = packing
+        self.device = device or torch.device("cpu")
 
-    def on_rollout(self, batch: RolloutBatch, step: int) -> None:
-        pass
-
-    def select(self, indices: torch.Tensor, step: int) -> Selection:
+    def _thin(self, indices: torch.Tensor) -> torch.Tensor:
         k = max(1, math.ceil(self.keep_fraction * len(indices)))
-        kept = indices[torch.randperm(len(indices), device=indices.device)[:k]]
-        return Selection(kept, None, float(k))
+        return indices[torch.randperm(len(indices), device=indices.device)[:k]]
 
-    def state_dict(self) -> dict[str, Any]:
-        return {}
+    def epoch(self, rollout_size: int, batch_size: int, epoch: int, step: int) -> list[Selection]:
+        if self.packing == "epoch":
+            kept = self._thin(torch.arange(rollout_size, device=self.device))
+            return pack(Selection(kept, None, float(len(kept))), batch_size)
+        out = []
+        for mb in shuffled_minibatches(rollout_size, batch_size, self.device):
+            kept = self._thin(mb)
+            out.append(Selection(kept, None, float(len(kept)), mb))
+        return out
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
+
+class FewerEpochs(_Stateless):
+    """Control (b): ``keep_fraction`` of the update's sample passes as whole epochs, the last one partial.
+
+    With E epochs the update computes ``keep_fraction * E * B`` samples: the first epochs in
+    full, then a random part of one more epoch, all in full-size minibatches, so it matches a
+    packed selector on backward samples and optimizer steps without rounding the epoch count.
+    """
+
+    technique = "fewer_epochs"
+
+    def __init__(self, keep_fraction: float, update_epochs: int, device: torch.device | None = None):
+        self.keep_fraction = keep_fraction
+        self.update_epochs = update_epochs
+        self.device = device or torch.device("cpu")
+
+    def epoch(self, rollout_size: int, batch_size: int, epoch: int, step: int) -> list[Selection]:
+        budget = round(self.keep_fraction * self.update_epochs * rollout_size)
+        n = min(rollout_size, max(0, budget - epoch * rollout_size))
+        if epoch == 0:
+            n = max(n, 1)
+        kept = torch.randperm(rollout_size, device=self.device)[:n]
+        return pack(Selection(kept, None, float(n)), batch_size)

@@ -50,7 +50,7 @@ from frugalrl.fusion.launch import under_torchrun
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import save_policy
 from frugalrl.progress import TrainingProgress
-from frugalrl.selection import AllSamples, RandomSkip, SampleSelector
+from frugalrl.selection import AllSamples, FewerEpochs, RandomSkip, SampleSelector
 
 CHECKPOINT_FORMAT = "frugalrl-checkpoint-1"
 TRACE_PLOT = "control_trace.png"  # off-policy runs: hyperparameters, exploration and replay over time
@@ -76,17 +76,19 @@ def _base_env(env: Any) -> Any:
 
 
 def build_selector(config: ExperimentConfig, agent: PPO, meter: CostMeter, device: torch.device) -> SampleSelector:
-    """The ``SampleSelector`` the config asks for: all samples, PivotRL importance, or the random control."""
-    kind = config.selection.kind
-    if kind == "random":
-        return RandomSkip(config.selection.random_keep_fraction)
-    if kind == "pivot":
+    """The ``SampleSelector`` the config asks for: all samples, PivotRL importance, or a control."""
+    selection = config.selection
+    if selection.kind == "random":
+        return RandomSkip(selection.keep_fraction, selection.packing, device)
+    if selection.kind == "epochs":
+        return FewerEpochs(selection.keep_fraction, config.ppo.update_epochs, device)
+    if selection.kind == "pivot":
         from frugalrl.pivot import ImportanceSelector, initial_evaluator
 
         evaluator, note = initial_evaluator(config.pivot, agent.env.single_observation_space)
         print(f"pivot: {note}")
-        return ImportanceSelector(config.pivot, evaluator, agent.policy, meter, device)
-    return AllSamples()
+        return ImportanceSelector(config.pivot, evaluator, agent.policy, meter, device, selection.packing)
+    return AllSamples(device)
 
 
 def build_learner(config: ExperimentConfig, env: Any, meter: CostMeter, device: torch.device) -> Learner:
@@ -304,8 +306,9 @@ def finish_run(
     ``extra`` summary keys and an input ``example`` for the MLflow model signature.
     """
     policy = policy or export_policy(agent, config)
-    if hasattr(agent, "summary_extra"):  # off-policy learners: replay statistics, final hyperparameters
+    if hasattr(agent, "summary_extra"):  # the learner's own keys: replay statistics, PPO's step kind
         extra = {**agent.summary_extra(), **(extra or {})}
+    if config.algo != "ppo":  # off-policy learners: the meta-controller's trace
         from frugalrl.meta.plot import plot_training_trace
 
         plot_training_trace(out / "metrics.jsonl", out / TRACE_PLOT)

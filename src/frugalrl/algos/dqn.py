@@ -135,6 +135,7 @@ class DQN(OffPolicyLearner):
                 self.gradient_sync(self.policy.parameters())
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), hp.max_grad_norm)
             self.optimizer.step()
+            self.meter.optimizer_steps += 1
             self.replay.update_priorities(batch.indices, td.detach().cpu().numpy())
             self.gradient_updates += 1
             losses.append(loss.detach())

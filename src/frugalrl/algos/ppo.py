@@ -24,23 +24,18 @@ import numpy as np
 import torch
 from torch import nn
 
+from frugalrl.algos.optim_step import ClipAndStep
+from frugalrl.algos.ppo_step import STAT_NAMES, Minibatch, PPOStep, make_step
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
-from frugalrl.nets.policy import ActorCritic, build_actor_critic
-from frugalrl.selection import AllSamples, RolloutBatch, SampleSelector
+from frugalrl.nets.policy import ActorCritic, ActOutput, build_actor_critic
+from frugalrl.selection import AllSamples, RolloutBatch, SampleSelector, Selection
 
 
 def _fast_adam(device: torch.device) -> dict[str, bool]:
     """Fused Adam: one kernel for all parameters (on CPU about 6x faster than the loop)."""
     return {"fused": True} if device.type in ("cpu", "cuda") else {}
-
-
-def _weighted_mean(values: torch.Tensor, weights: torch.Tensor | None, denominator: float) -> torch.Tensor:
-    """``sum(w * values) / denominator``; a plain mean when every weight is 1 (the fast path)."""
-    if weights is None:
-        return values.sum() / denominator if denominator != len(values) else values.mean()
-    return (weights * values).sum() / denominator
 
 
 class PPO:
@@ -70,7 +65,10 @@ class PPO:
         self.policy: ActorCritic = policy or build_actor_critic(
             env.single_observation_space, env.single_action_space, config.policy
         ).to(device)
-        self.selector: SampleSelector = selector or AllSamples()  # which samples get compute
+        self.selector: SampleSelector = selector or AllSamples(device)  # which samples get compute
+        self._step: PPOStep | None = None  # built on first use: see ``step``
+        self._params: list[nn.Parameter] = []
+        self._optim: ClipAndStep | None = None
         self.gradient_sync: Callable[..., None] | None = None  # multi-worker runs: fuses gradients
         self.optimizer = optimizer or torch.optim.Adam(
             self.policy.parameters(), lr=self.hp.learning_rate, eps=self.hp.adam_eps, **_fast_adam(device)
@@ -129,7 +127,7 @@ class PPO:
             self.obs[t] = obs
             with self.meter.timed("act"):
                 action, logprob, value, params = self.meter.run_counted(
-                    "act", lambda o=obs: self.policy.act(o), self.num_envs
+                    "act", lambda o=obs: self._act(o), self.num_envs
                 )
             self.meter.inference_samples += self.num_envs
             self.actions[t], self.logprobs[t], self.values[t], self.dist_params[t] = action, logprob, value, params
@@ -174,9 +172,45 @@ class PPO:
         return advantages, advantages + self.values
 
     # ------------------------------------------------------------------ learning
+    @property
+    def step(self) -> PPOStep:
+        """The minibatch step ``ppo.compile`` asks for, built on first use (after any policy surgery)."""
+        if self._step is None:
+            with torch.inference_mode(False):  # the first rollout step may ask; the step's tensors need autograd
+                self._step = make_step(self.hp.compile, self.policy, self.hp, self.device)
+            self._params = list(self.policy.parameters())
+            self._optim = ClipAndStep(self.optimizer, self._params)
+        return self._step
+
+    def _act(self, obs: torch.Tensor) -> ActOutput:
+        """Sample actions for a rollout step through the step's own forward pass (the fused one where it runs)."""
+        return self.step.act(obs)
+
+    def _minibatch(
+        self, chosen: Selection, tensors: tuple[torch.Tensor, ...], norm_adv: torch.Tensor | None
+    ) -> Minibatch:
+        """Gather one minibatch from the flattened rollout; advantages normalised as the selection says."""
+        obs, actions, logprobs, advantages, returns, values = tensors
+        if chosen.whole:
+            adv = norm_adv if norm_adv is not None else advantages
+            return Minibatch(obs, actions, logprobs, adv, returns, values, chosen.weights, chosen.denominator)
+        idx = chosen.indices
+        adv = advantages[idx]
+        if self.hp.norm_adv:
+            ref = chosen.norm_indices
+            if ref is None:  # the rollout's statistics: the same whichever samples were kept
+                adv = norm_adv[idx]
+            elif len(ref) > 1:  # the minibatch's own statistics (SB3 and CleanRL do this)
+                ref_adv = adv if ref is idx else advantages[ref]
+                adv = (adv - ref_adv.mean()) / (ref_adv.std() + 1e-8)
+        return Minibatch(
+            obs[idx], actions[idx], logprobs[idx], adv, returns[idx], values[idx], chosen.weights, chosen.denominator
+        )
+
     def learn(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, float]:
         """``update_epochs`` passes of minibatch SGD on the clipped surrogate objective."""
         hp = self.hp
+        step = self.step
         progress_left = 1.0 - self.update / self.num_updates
         lr = hp.learning_rate * (progress_left if hp.anneal_lr else 1.0)
         clip = hp.clip_coef * (progress_left if hp.anneal_clip else 1.0)
@@ -194,67 +228,41 @@ class PPO:
             b_obs, b_actions, b_logprobs, self.dist_params.reshape(self.rollout_size, -1), b_advantages, b_returns
         )
         self.selector.on_rollout(batch, self.global_step)
+        tensors = (b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values)
+        norm_adv = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8) if hp.norm_adv else None
 
         stats: list[torch.Tensor] = []  # one row of detached scalars per minibatch, read once at the end
         stop = False
-        for _epoch in range(hp.update_epochs):
-            order = torch.randperm(self.rollout_size, device=self.device)
-            for start in range(0, self.rollout_size, hp.batch_size):
-                mb = order[start : start + hp.batch_size]  # (M,) the minibatch
-                chosen = self.selector.select(mb, self.global_step)
-                idx, weights, denominator = chosen.indices, chosen.weights, chosen.denominator  # (k,) kept
-                k = len(idx)
+        for epoch in range(hp.update_epochs):
+            for chosen in self.selector.epoch(self.rollout_size, hp.batch_size, epoch, self.global_step):
+                k = len(chosen.indices)
                 if k == 0:
                     continue
-                newlogprob, entropy, newvalue = self.meter.run_counted(
-                    "forward", lambda i=idx: self.policy.evaluate(b_obs[i], b_actions[i]), k
-                )
+                mb = self._minibatch(chosen, tensors, norm_adv)
+                out = self.meter.run_counted("forward", lambda m=mb: step.forward(m, clip), k)
                 self.meter.forward_samples += k
-                logratio = newlogprob - b_logprobs[idx]
-                ratio = logratio.exp()
-                with torch.no_grad():
-                    approx_kl = ((ratio - 1) - logratio).mean()  # Schulman's k3 estimator
-                if hp.target_kl is not None and approx_kl > 1.5 * hp.target_kl:
+                if hp.target_kl is not None and out.stats[3] > 1.5 * hp.target_kl:
                     stop = True
                     break
-
-                adv = b_advantages[idx]
-                if hp.norm_adv and len(mb) > 1:  # statistics of the whole minibatch, kept or not
-                    mb_adv = b_advantages[mb] if k < len(mb) else adv
-                    adv = (adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
-                policy_term = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
-                if hp.clip_vloss:
-                    clipped = b_values[idx] + (newvalue - b_values[idx]).clamp(-clip, clip)
-                    value_term = torch.max((newvalue - b_returns[idx]) ** 2, (clipped - b_returns[idx]) ** 2)
-                else:
-                    value_term = (newvalue - b_returns[idx]) ** 2
-                policy_loss = _weighted_mean(policy_term, weights, denominator)
-                value_loss = _weighted_mean(value_term, weights, denominator)
-                entropy_mean = _weighted_mean(entropy, weights, denominator)
-                loss = policy_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy_mean
-                if not torch.isfinite(loss):
+                if not torch.isfinite(out.loss):
                     raise TrainingDiverged(
-                        f"PPO loss became {loss.item()} at update {self.update + 1}; lower ppo.learning_rate "
+                        f"PPO loss became {out.loss.item()} at update {self.update + 1}; lower ppo.learning_rate "
                         "or turn on env.normalize_obs / env.normalize_reward"
                     )
 
-                self.optimizer.zero_grad(set_to_none=True)
-                self.meter.run_counted("backward", loss.backward, k)
+                self._optim.zero_grad()
+                self.meter.run_counted("backward", lambda o=out: step.backward(o), k)
                 self.meter.backward_samples += k
                 if self.gradient_sync is not None:
-                    self.gradient_sync(self.policy.parameters())
-                nn.utils.clip_grad_norm_(self.policy.parameters(), hp.max_grad_norm)
-                self.optimizer.step()
-
-                with torch.no_grad():
-                    clip_fraction = ((ratio - 1).abs() > clip).float().mean()
-                    stats.append(torch.stack([policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction]))
+                    self.gradient_sync(self._params)
+                self._optim.step(hp.max_grad_norm)
+                self.meter.optimizer_steps += 1
+                stats.append(out.stats)
             if stop:
                 break
 
-        names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
-        means = torch.stack(stats).mean(0).tolist() if stats else [0.0] * len(names)
-        metrics = dict(zip(names, means, strict=True))
+        means = torch.stack(stats).mean(0).tolist() if stats else [0.0] * len(STAT_NAMES)
+        metrics = dict(zip(STAT_NAMES, means, strict=True))
         metrics["explained_variance"] = float(1 - (b_returns - b_values).var() / (b_returns.var() + 1e-8))
         metrics["learning_rate"] = lr
         metrics["clip_coef"] = clip
@@ -276,6 +284,10 @@ class PPO:
             metrics["episode_return"] = float(np.mean(self.recent_returns))
             metrics["episode_length"] = float(np.mean(self.recent_lengths))
         return metrics
+
+    def summary_extra(self) -> dict[str, Any]:
+        """Keys this learner adds to summary.json: the minibatch step that ran (``ppo.compile`` resolved)."""
+        return {"compile": self.step.mode}
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:

@@ -176,6 +176,7 @@ class SAC(OffPolicyLearner):
             if self.gradient_sync is not None:
                 self.gradient_sync(self.critic.parameters(), "critic")
             self.critic_optimizer.step()
+            self.meter.optimizer_steps += 1  # one per gradient update (critic, then the delayed actor and alpha)
 
             def actor_step(o=obs, a=alpha) -> tuple[torch.Tensor, torch.Tensor]:
                 new_actions, logprob = self.policy.sample(o)

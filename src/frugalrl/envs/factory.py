@@ -14,6 +14,8 @@ from functools import partial
 import gymnasium as gym
 
 from frugalrl.config import DynamicsConfig, EnvConfig
+from frugalrl.envs.batched_cartpole import ENV_ID as BATCHED_ID
+from frugalrl.envs.batched_cartpole import BatchedCartPole
 from frugalrl.envs.dynamics import apply_dynamics
 from frugalrl.envs.registry import ale_game_name, is_atari, validate_env_id
 from frugalrl.envs.vector import FastSyncVectorEnv
@@ -90,6 +92,8 @@ def make_vec_env(
         if config.dynamics.changed:
             raise EnvError(f"env {config.id}: env.dynamics changes MuJoCo physics, not Atari; remove it")
         env: gym.vector.VectorEnv = make_atari_vector_env(config, n)
+    elif config.batched and config.id == BATCHED_ID and not config.kwargs and not config.dynamics.changed:
+        env = BatchedCartPole(n)
     else:
         env = FastSyncVectorEnv([partial(_make_single, config.id, dict(config.kwargs), config.dynamics)] * n)
     env = EpisodeStatistics(env)

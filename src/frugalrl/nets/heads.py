@@ -25,7 +25,10 @@ class CategoricalHead(nn.Module):
 
     @staticmethod
     def sample(log_probs: torch.Tensor) -> torch.Tensor:
-        return torch.multinomial(log_probs.exp(), 1).squeeze(-1)  # (B,)
+        """Inverse-CDF sampling: one uniform per row (``torch.multinomial`` costs ~60 us a call on CPU)."""
+        cdf = log_probs.exp().cumsum(-1)  # (B, A)
+        u = torch.rand((len(cdf), 1), device=cdf.device) * cdf[:, -1:]  # scaled: rows may not sum to exactly 1
+        return (cdf <= u).sum(-1).clamp_(max=cdf.shape[-1] - 1)  # (B,)
 
     @staticmethod
     def mode(log_probs: torch.Tensor) -> torch.Tensor:

@@ -1,17 +1,23 @@
 """The dynamic sampling scheduler: PivotRL's importance-based ``SampleSelector`` for PPO.
 
-Per minibatch sample, with the evaluator's score s in [0, 1] and thresholds low <= high:
+Per sample, with the evaluator's score s in [0, 1] and thresholds low <= high:
 
 - s >= high: full forward and backward pass, weight 1;
-- low <= s < high: kept with probability p, weight 1 / p (down-sampling, unbiased for this band);
-- s < low: skipped, no compute at all.
+- low <= s < high: kept with probability ``keep_prob``, weight 1 / keep_prob;
+- s < low: kept with probability ``p_min``, weight 1 / p_min (``p_min: 0``: skipped).
 
-The weighted loss is divided by the number of full and middle-band samples, so it is an
-unbiased estimate of the mean loss over the samples not skipped. Around that rule:
+With ``p_min > 0`` every sample has a known chance of being kept and is weighted by its
+inverse (Horvitz-Thompson), so the weighted loss over the kept samples, divided by the number
+of *all* samples, is an unbiased estimate of the full-batch loss: its expected gradient is
+the full gradient. With ``p_min = 0`` (the rule as first built) the low band never counts and
+the loss estimates the mean over the other samples only: a gradient biased towards
+high-score states. The selection is made per epoch over the whole rollout and packed into
+full minibatches (``selection.packing: epoch``, fewer optimizer steps) or per minibatch
+(``minibatch``). Around that rule:
 
 - warm-up: the first ``warmup_steps`` env steps compute every sample, while the evaluator
   learns from each rollout;
-- safety margin: at least ``min_full_fraction`` of each minibatch gets full compute (the
+- safety margin: at least ``min_full_fraction`` of the samples chosen from gets full compute (the
   highest-scored samples are promoted when too few pass ``high``);
 - dynamic threshold: ``low`` starts ``threshold_boost`` higher and decays linearly to its base
   over ``threshold_decay_steps`` (the seed's ``dynamic_threshold``);
@@ -31,7 +37,7 @@ from frugalrl.cost import CostMeter
 from frugalrl.nets.policy import ActorCritic
 from frugalrl.pivot.evaluator import ImportanceEvaluator
 from frugalrl.pivot.labels import compute_labels, rank_normalize
-from frugalrl.selection import RolloutBatch, Selection
+from frugalrl.selection import RolloutBatch, Selection, pack, shuffled_minibatches
 
 
 def fit_evaluator(
@@ -79,8 +85,11 @@ class ImportanceSelector:
         policy: ActorCritic,
         meter: CostMeter,
         device: torch.device,
+        packing: str = "epoch",
     ):
         self.config = config
+        self.device = device
+        self.packing = packing
         self.evaluator = evaluator.to(device)
         self.optimizer = torch.optim.Adam(self.evaluator.parameters(), lr=config.evaluator.learning_rate)
         self.policy = policy
@@ -129,25 +138,39 @@ class ImportanceSelector:
             self.evaluator, self.optimizer, batch.obs, targets, self.config.refresh_epochs, ev.batch_size, self.meter
         )
 
-    def select(self, indices: torch.Tensor, step: int) -> Selection:
+    def choose(self, indices: torch.Tensor, step: int) -> Selection:
+        """The threshold rule on ``indices``: kept positions, weights and the loss denominator."""
         m = len(indices)
         self._seen += m
         if self.scores is None or self.in_warmup(step):
             self._kept += m
-            return Selection(indices, None, float(m))
+            return Selection(indices, None, float(m), indices)
+        cfg = self.config
         scores = self.scores[indices]
         low, high = self.thresholds(step)
         full = scores >= high
-        need = math.ceil(self.config.min_full_fraction * m)
+        need = math.ceil(cfg.min_full_fraction * m)
         if int(full.sum()) < need:  # safety margin: promote the highest-scored samples
             full[scores.topk(need).indices] = True
         middle = ~full & (scores >= low)
-        p = self.config.keep_prob
-        kept_middle = middle & (torch.rand(m, device=indices.device) < p)
-        keep = full | kept_middle
-        weights = torch.where(full, 1.0, 1.0 / p)[keep]
+        draw = torch.rand(m, device=indices.device)
+        keep = full | (middle & (draw < cfg.keep_prob))
+        weights = torch.where(full, 1.0, 1.0 / cfg.keep_prob)
+        if cfg.p_min > 0:  # unbiased: the low band too, with inverse-probability weights
+            below = ~full & ~middle
+            keep |= below & (draw < cfg.p_min)
+            weights = torch.where(below, 1.0 / cfg.p_min, weights)
+            population = m  # estimates the mean loss over every sample
+        else:  # the biased rule: the low band never counts
+            population = int(full.sum() + middle.sum())
         self._kept += int(keep.sum())
-        return Selection(indices[keep], weights, float(full.sum() + middle.sum()))
+        return Selection(indices[keep], weights[keep], float(population), indices)
+
+    def epoch(self, rollout_size: int, batch_size: int, epoch: int, step: int) -> list[Selection]:
+        if self.packing == "epoch":
+            chosen = self.choose(torch.arange(rollout_size, device=self.device), step)
+            return pack(chosen, batch_size)
+        return [self.choose(mb, step) for mb in shuffled_minibatches(rollout_size, batch_size, self.device)]
 
     def metrics(self) -> dict[str, float]:
         """Kept fraction since the last call, evaluator fit loss."""
