@@ -281,10 +281,37 @@ def test_fewer_epochs_control_matches_a_fractional_budget(tmp_path):
     from frugalrl.selection import FewerEpochs
     from frugalrl.train import train
 
-    control = FewerEpochs(keep_fraction=0.3, update_epochs=4)
-    sizes = [sum(len(mb.indices) for mb in control.epoch(128, 32, e, 0)) for e in range(4)]
-    assert sizes == [128, 26, 0, 0]  # 0.3 x 4 epochs x 128 = 153.6 -> 154 samples, no rounding of epochs
+    control = FewerEpochs(keep_fraction=0.3)
+    sizes = [len(mb.indices) for mb in control.plan(128, 32, 4, 0)]
+    assert sizes == [32, 32, 32, 32, 26]  # 0.3 x 4 epochs x 128 = 153.6 -> 154 samples, no rounding of epochs
     config = tiny_config(selection={"kind": "epochs", "keep_fraction": 0.5})
     summary = train(config, tmp_path / "run", interactive=False)
     assert summary["techniques"] == ["fewer_epochs"]
     assert summary["backward_samples"] == summary["real_env_steps"]  # half of 2 epochs
+
+
+@pytest.mark.parametrize("score", ["rank", "raw"])
+def test_thresholds_read_quantiles_of_a_miscalibrated_evaluator(score):
+    """A transferred evaluator's raw scores can all sit below ``high`` (measured: 0.05-0.59 on a fresh
+    CartPole policy), which left only the safety margin and collapsed PPO; ranks restore the bands."""
+    from frugalrl.selection import RolloutBatch
+
+    selector = _selector(score=score)
+
+    class Compressed(torch.nn.Module):  # outputs squeezed into [0.3, 0.55], as a weak regressor's are
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            return 0.3 + 0.25 * torch.sigmoid(obs[:, 0])
+
+    selector.evaluator = Compressed()
+    selector.refresh = lambda batch: None  # keep the stand-in evaluator as it is
+    obs = torch.randn(200, 4)
+    batch = RolloutBatch(
+        obs, torch.zeros(200), torch.zeros(200), torch.zeros(200, 2), torch.randn(200), torch.zeros(200)
+    )
+    selector.on_rollout(batch, step=10**6)
+    full = float((selector.scores >= selector.config.high).float().mean())
+    if score == "rank":
+        assert selector.scores.min() == 0 and selector.scores.max() == 1
+        assert full == pytest.approx(0.2, abs=0.01)  # the top 20% get full compute, as high = 0.8 says
+    else:
+        assert full == 0.0

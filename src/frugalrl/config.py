@@ -287,6 +287,10 @@ class PivotConfig(_Strict):
     keep_prob: float = Field(0.5, gt=0.0, le=1.0)
     warmup_steps: int = Field(1000, ge=0, description="env steps of uniform (full) compute first")
     min_full_fraction: float = Field(0.2, ge=0.0, le=1.0, description="safety margin: share always fully computed")
+    score: Literal["rank", "raw"] = Field(
+        "rank",
+        description="thresholds apply to the rollout's score quantiles (rank) or to the evaluator's raw output",
+    )
     p_min: float = Field(
         0.1,
         ge=0.0,
@@ -412,10 +416,10 @@ class SelectionConfig(_Strict):
     keep_fraction: float = Field(
         0.35, gt=0.0, le=1.0, description="random: share of samples kept; epochs: share of the epochs' samples"
     )
-    packing: Literal["epoch", "minibatch"] = Field(
-        "epoch",
-        description="epoch: choose over the rollout, pack into full minibatches (fewer optimizer steps); "
-        "minibatch: thin each minibatch (same optimizer steps)",
+    packing: Literal["rollout", "epoch", "minibatch"] = Field(
+        "rollout",
+        description="rollout / epoch: choose over the rollout each epoch, pack all epochs' (or each epoch's) "
+        "kept samples into full minibatches (fewer optimizer steps); minibatch: thin each minibatch",
     )
 
 

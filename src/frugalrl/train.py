@@ -81,7 +81,7 @@ def build_selector(config: ExperimentConfig, agent: PPO, meter: CostMeter, devic
     if selection.kind == "random":
         return RandomSkip(selection.keep_fraction, selection.packing, device)
     if selection.kind == "epochs":
-        return FewerEpochs(selection.keep_fraction, config.ppo.update_epochs, device)
+        return FewerEpochs(selection.keep_fraction, device)
     if selection.kind == "pivot":
         from frugalrl.pivot import ImportanceSelector, initial_evaluator
 

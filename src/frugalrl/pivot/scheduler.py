@@ -11,9 +11,10 @@ inverse (Horvitz-Thompson), so the weighted loss over the kept samples, divided 
 of *all* samples, is an unbiased estimate of the full-batch loss: its expected gradient is
 the full gradient. With ``p_min = 0`` (the rule as first built) the low band never counts and
 the loss estimates the mean over the other samples only: a gradient biased towards
-high-score states. The selection is made per epoch over the whole rollout and packed into
-full minibatches (``selection.packing: epoch``, fewer optimizer steps) or per minibatch
-(``minibatch``). Around that rule:
+high-score states. The rule is drawn afresh for every epoch over the whole rollout and the
+kept samples are packed into full minibatches (``selection.packing: rollout`` or ``epoch``,
+fewer optimizer steps), or it thins each of plain PPO's minibatches (``minibatch``). Around
+that rule:
 
 - warm-up: the first ``warmup_steps`` env steps compute every sample, while the evaluator
   learns from each rollout;
@@ -28,6 +29,7 @@ full minibatches (``selection.packing: epoch``, fewer optimizer steps) or per mi
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -85,7 +87,7 @@ class ImportanceSelector:
         policy: ActorCritic,
         meter: CostMeter,
         device: torch.device,
-        packing: str = "epoch",
+        packing: str = "rollout",
     ):
         self.config = config
         self.device = device
@@ -119,8 +121,11 @@ class ImportanceSelector:
             self.scores = None
             return
         with torch.no_grad():
-            self.scores = self.meter.run_counted("evaluator_score", lambda: self.evaluator(batch.obs), len(batch.obs))
+            raw = self.meter.run_counted("evaluator_score", lambda: self.evaluator(batch.obs), len(batch.obs))
         self.meter.count("evaluator_score", len(batch.obs))
+        # "rank": the thresholds read as quantiles of this rollout's scores, whatever the evaluator's
+        # calibration (a transferred evaluator's raw scores can all sit below ``high``).
+        self.scores = rank_normalize(raw) if cfg.score == "rank" else raw
 
     def refresh(self, batch: RolloutBatch) -> None:
         """Fine-tune the evaluator on this rollout's labels (rank-normalised)."""
@@ -138,13 +143,15 @@ class ImportanceSelector:
             self.evaluator, self.optimizer, batch.obs, targets, self.config.refresh_epochs, ev.batch_size, self.meter
         )
 
-    def choose(self, indices: torch.Tensor, step: int) -> Selection:
-        """The threshold rule on ``indices``: kept positions, weights and the loss denominator."""
+    def choose(self, indices: torch.Tensor, step: int, draws: int = 1) -> Selection:
+        """The threshold rule on ``indices``, drawn ``draws`` times (epochs) at once: kept positions
+        (repeats across draws), weights and the loss denominator of all draws together."""
         m = len(indices)
-        self._seen += m
+        self._seen += m * draws
         if self.scores is None or self.in_warmup(step):
-            self._kept += m
-            return Selection(indices, None, float(m), indices)
+            self._kept += m * draws
+            everything = indices.repeat(draws)
+            return Selection(everything, None, float(m * draws), indices if draws == 1 else None)
         cfg = self.config
         scores = self.scores[indices]
         low, high = self.thresholds(step)
@@ -153,24 +160,32 @@ class ImportanceSelector:
         if int(full.sum()) < need:  # safety margin: promote the highest-scored samples
             full[scores.topk(need).indices] = True
         middle = ~full & (scores >= low)
-        draw = torch.rand(m, device=indices.device)
-        keep = full | (middle & (draw < cfg.keep_prob))
         weights = torch.where(full, 1.0, 1.0 / cfg.keep_prob)
+        # Probability of being kept: 1, keep_prob, or p_min (0: the low band never counts).
+        keep_prob = torch.where(full, 1.0, torch.where(middle, cfg.keep_prob, cfg.p_min))
         if cfg.p_min > 0:  # unbiased: the low band too, with inverse-probability weights
-            below = ~full & ~middle
-            keep |= below & (draw < cfg.p_min)
-            weights = torch.where(below, 1.0 / cfg.p_min, weights)
+            weights = torch.where(full | middle, weights, 1.0 / cfg.p_min)
             population = m  # estimates the mean loss over every sample
-        else:  # the biased rule: the low band never counts
+        else:  # the biased rule: the mean over the full and middle bands only
             population = int(full.sum() + middle.sum())
-        self._kept += int(keep.sum())
-        return Selection(indices[keep], weights[keep], float(population), indices)
+        keep = torch.rand((draws, m), device=indices.device) < keep_prob  # (draws, m)
+        rows, cols = keep.nonzero(as_tuple=True)
+        self._kept += len(cols)
+        norm = indices if draws == 1 else None
+        return Selection(indices[cols], weights[cols], float(population * draws), norm)
 
-    def epoch(self, rollout_size: int, batch_size: int, epoch: int, step: int) -> list[Selection]:
-        if self.packing == "epoch":
-            chosen = self.choose(torch.arange(rollout_size, device=self.device), step)
-            return pack(chosen, batch_size)
-        return [self.choose(mb, step) for mb in shuffled_minibatches(rollout_size, batch_size, self.device)]
+    def plan(self, rollout_size: int, batch_size: int, epochs: int, step: int) -> Iterator[Selection]:
+        if self.packing == "minibatch":
+            for _ in range(epochs):
+                for mb in shuffled_minibatches(rollout_size, batch_size, self.device):
+                    yield self.choose(mb, step)
+            return
+        everything = torch.arange(rollout_size, device=self.device)
+        if self.packing == "rollout":  # every epoch's draw at once, packed together
+            yield from pack(self.choose(everything, step, draws=epochs), batch_size)
+            return
+        for _ in range(epochs):
+            yield from pack(self.choose(everything, step), batch_size)
 
     def metrics(self) -> dict[str, float]:
         """Kept fraction since the last call, evaluator fit loss."""
