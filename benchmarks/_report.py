@@ -8,6 +8,7 @@ file (other sections, the claims ledger) untouched.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import re
@@ -26,8 +27,11 @@ PACKAGES = ("frugalrl", "torch", "numpy", "gymnasium", "ale-py", "mujoco", "stab
 SECTIONS = {
     "env_throughput": "## Env throughput: the env factory against a plain gymnasium loop",
     "ppo_vs_sb3": "## PPO on CartPole-v1: frugalrl against Stable-Baselines3",
+    "ppo_time_breakdown": "## Where PPO's time goes on CartPole-v1",
     "ppo_vs_sb3_lunarlander": "## PPO on LunarLander-v3: frugalrl against Stable-Baselines3",
     "ppo_vs_sb3_halfcheetah": "## PPO on HalfCheetah-v5: frugalrl against Stable-Baselines3",
+    "pivot_vs_ppo": "## PivotRL against PPO and equal-compute controls",
+    "pivot_pretrained": "## PivotRL on CartPole with a pretrained evaluator",
     "latent_encoders": "## Latent curriculum: encoder objectives, PSNR against what the latent knows",
     "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",
     "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
@@ -204,7 +208,8 @@ def write_section(name: str, body: str, path: Path = DOC_PATH, after: Sequence[s
 
     Creates the file from the template if it does not exist. If the markers are missing, the section
     (heading from ``SECTIONS``) is added right after the first section named in ``after`` that the file
-    has, else before the claims ledger, else at the end.
+    has (after that section's hand-written notes too: before the next ``## `` heading), else before the
+    claims ledger, else at the end.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     text = path.read_text() if path.exists() else _template()
@@ -214,7 +219,13 @@ def write_section(name: str, body: str, path: Path = DOC_PATH, after: Sequence[s
         anchor = next((f"<!-- END {a} -->" for a in after if f"<!-- END {a} -->" in text), None)
         marker = "## Claims ledger"
         if anchor is not None:
-            text = text.replace(anchor, anchor + "\n\n" + stub.rstrip("\n"), 1)
+            start = text.index(anchor) + len(anchor)
+            heading = re.search(r"^## ", text[start:], re.MULTILINE)
+            if heading is None:
+                text = text.rstrip("\n") + "\n\n" + stub
+            else:
+                at = start + heading.start()
+                text = text[:at] + stub + "\n" + text[at:]
         elif marker in text:
             text = text.replace(marker, stub + "\n" + marker, 1)
         else:
@@ -223,3 +234,88 @@ def write_section(name: str, body: str, path: Path = DOC_PATH, after: Sequence[s
     text = pattern.sub(lambda _: f"{begin}\n{body.strip()}\n{end}", text, count=1)
     path.write_text(text)
     return path
+
+
+# --------------------------------------------------------------------------- per-run rows (benchmarks/results/*.jsonl)
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_batch_id() -> str:
+    """An id shared by the rows of one invocation: UTC start time and process id."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+
+
+def machine_facts() -> dict[str, object]:
+    return {"nproc": nproc(), "cpu": cpu_model(), "gpu": gpu_name()}
+
+
+def batch_common(**extra: object) -> dict[str, object]:
+    """The keys every row of one invocation shares: batch id, commit, command line, machine, versions."""
+    return {
+        "batch": new_batch_id(),
+        "git_commit": git_commit(),
+        "command": command_line(),
+        "machine": machine_facts(),
+        "versions": package_versions(),
+        **extra,
+    }
+
+
+def append_row(path: Path, row: dict) -> None:
+    """Append one JSON row (a finished run) to ``path``; the row is on disk before the next run starts."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with path.open() as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def newest_batch(rows: Sequence[dict], **match: object) -> list[dict]:
+    """The rows that match ``match`` (key=value) and share the batch id of the last such row appended."""
+    matching = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    if not matching:
+        return []
+    batch = matching[-1]["batch"]
+    return [r for r in matching if r["batch"] == batch]
+
+
+def load1(load: str | None) -> float | None:
+    """The 1-minute figure of a ``load_average()`` string."""
+    try:
+        return float(str(load).split("/")[0])
+    except ValueError:
+        return None
+
+
+def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
+    """The "every table says" block of a table rendered from stored rows (oldest first)."""
+    first, last = rows[0], rows[-1]
+    machine, versions = first.get("machine", {}), first.get("versions", {})
+    commits = sorted({str(r.get("git_commit")) for r in rows})
+    commands = sorted({str(r.get("command")) for r in rows})
+    batches = sorted({str(r.get("batch")) for r in rows})
+    loads = [v for v in (load1(r.get("load_after")) for r in rows) if v is not None]
+    try:
+        where = results.resolve().relative_to(REPO_ROOT)
+    except ValueError:
+        where = results
+    load_text = fmt_mmm(loads, "{:.2f}") if loads else "-"
+    return [
+        f"- command: {', '.join(f'`{c}`' for c in commands)}",
+        f"- date: {first.get('timestamp')} to {last.get('timestamp')}; frugalrl commit {', '.join(commits)}; "
+        f"results: `{where}`, batch {', '.join(f'`{b}`' for b in batches)}",
+        f"- machine: {machine.get('nproc', '?')} CPUs (`nproc`), {machine.get('cpu', '?')} (`lscpu` model name), "
+        f"GPU: {machine.get('gpu', '?')}",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
+        f"- load average (1/5/15 min) before the first run: {first.get('load_before')}; after the last: "
+        f"{last.get('load_after')}; 1-min load after each run: {load_text}",
+    ]

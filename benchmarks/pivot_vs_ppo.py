@@ -1,25 +1,59 @@
-"""PivotRL against baseline PPO and two equal-compute controls, side by side.
+"""PivotRL against baseline PPO and two controls matched to it on compute, side by side.
 
-For every (env, seed) the script trains, one after another with the same seed and env-step budget:
+For every (env, seed) the script trains these variants, strictly in this order, each in a fresh
+``frugalrl train`` subprocess (MLflow off, one torch thread) with the same seed and env-step budget:
 
-1. ``ppo``      baseline PPO (``selection.kind=all``);
-2. ``pivot``    PPO + PivotRL importance-based compute skipping (the env's ``configs/*-pivot.yaml``);
-3. ``random``   control (a): PPO that skips a uniformly random subset of each minibatch, keeping the
-                fraction ``r`` of samples that pivot kept in step 2 (``backward_samples`` ratio);
-4. ``epochs``   control (b): PPO with ``round(update_epochs * r)`` epochs (at least 1);
-5. ``pivot_adv`` (``--labels``) pivot with the cheaper ``|advantage|`` label, to compare label definitions.
+1. ``ppo``       baseline PPO (``selection.kind=all``);
+2. ``pivot``     PivotRL as the env's ``configs/*-pivot.yaml`` ships it: the kept samples of the update
+                 packed into full-size minibatches (``selection.packing=rollout``, fewer optimizer steps)
+                 and the unbiased low band (``pivot.p_min`` 0.1: a sample scored under ``low`` is kept with
+                 probability p_min and weight 1/p_min);
+3. ``pivot_mb``  the rule as first built, for comparison: PPO's minibatches each thinned
+                 (``selection.packing=minibatch``, as many optimizer steps as PPO), the low band skipped
+                 (``pivot.p_min=0``, biased) and thresholds on raw scores (``pivot.score=raw``);
+4. ``random``    control (a): a uniform random subset, packed (``selection.kind=random``,
+                 ``selection.packing=rollout``), ``selection.keep_fraction`` = pivot's backward samples /
+                 PPO's backward samples of the same seed;
+5. ``epochs``    control (b): fewer passes over the data, the last one fractional (``selection.kind=epochs``),
+                 the same ``keep_fraction``;
+6. ``pivot_adv`` (``--labels``) ``pivot`` with the ``|advantage|`` label (``pivot.label=advantage``).
 
-Controls get pivot's measured compute, so the question answered is whether choosing *which* states to
-compute on matters, not whether computing less is cheaper. Every run is a fresh subprocess
-(``frugalrl train``, MLflow off, one torch thread). Chains of different seeds run in parallel
-(``--workers``), each chain strictly in the order above.
+So the controls are matched to pivot on backward samples and (nearly) on optimizer steps, not on a
+rounded epoch count: the question is whether choosing *which* states get compute matters.
 
-Reported per env: median (min-max) final eval return (20 deterministic episodes, fixed seeds), the
-return ratio to PPO, and the ratios of backward samples, training FLOPs (evaluator scoring, evaluator
-training and grad-norm labels included) and training wall-clock (summary wall_s minus eval_s), plus the
-evaluator's share of pivot's training FLOPs.
+Timed figure, "train wall-clock": ``summary.json``'s ``wall_s - eval_s``, i.e. the cost meter's clock
+(started right after the vector env is built) to the end of the run, minus the final evaluation: agent
+construction, every rollout and update, evaluator scoring and refreshes, checkpoint writes and the
+policy export. Process start and imports are not in it. Chains of different (env, seed) run one after
+another by default (``--workers 1``); with ``--workers N`` they run N at a time and the report says
+that the wall-clock figures were measured with N chains in parallel.
 
-    python benchmarks/pivot_vs_ppo.py --envs CartPole-v1 Acrobot-v1 --seeds 5 --workers 2 --labels --write
+Reported per env: eval return (20 deterministic episodes, fixed seeds) median (min-max), and for return,
+backward samples, optimizer steps, training FLOPs (evaluator scoring, evaluator training and labels
+included) and train wall-clock the ratio to PPO: the median (min-max) of the per-seed ratios and the ratio
+of the medians. The return ratio is measured above a random policy. Also the evaluator's share of FLOPs.
+Targets: CartPole-v1 and Acrobot-v1, pivot's train wall-clock <= 0.6x PPO's at a return ratio >= 0.98;
+LunarLander-v3, pivot's median return above both controls' at equal wall-clock; MountainCar-v0, none.
+
+Every run appends one JSON row to ``benchmarks/results/pivot_vs_ppo.jsonl`` as soon as it finishes (env,
+seed, variant, overrides, the summary figures, train_s, load average before/after, timestamp, git commit,
+command line, a ``batch`` id shared by one invocation). ``--report-only`` renders the newest batch per env
+from that file without running anything; ``--write`` puts the section ``pivot_vs_ppo`` into
+``docs/benchmarks.md``. The section shows every env in the results file: after a run, that run's batch for
+the envs it ran and the newest stored batch for the others (each env's header names its batch).
+
+Run from the repository root, one run at a time. Run times for 5 seeds with ``--labels`` on 2 cores are
+estimates, not measured end to end: smoke runs here took about 3-4 s of process start, setup and evaluation
+per run, plus per env step (PPO / pivot, steady state) CartPole 155 / 115 us, Acrobot 160 / 105 us,
+LunarLander 200 / 160 us, MountainCar 175 / 120 us; scaled to the configs' budgets (100k, 200k, 1M, 1M)::
+
+    nohup python benchmarks/pivot_vs_ppo.py --env CartPole-v1 Acrobot-v1 --labels --write \
+        > /tmp/pivot_vs_ppo_small.log 2>&1 &      # about 25-40 minutes (CartPole ~10-15 of them)
+    nohup python benchmarks/pivot_vs_ppo.py --env LunarLander-v3 MountainCar-v0 --labels --write \
+        > /tmp/pivot_vs_ppo_large.log 2>&1 &      # about 2.5-3.5 hours (~15 min per seed and env)
+    python benchmarks/pivot_vs_ppo.py --report-only --write   # re-render the newest batch of every env
+
+Run the two commands one after the other, not at once (two at once would spoil the wall-clock figures).
 """
 
 from __future__ import annotations
@@ -33,6 +67,9 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 import _report
 
@@ -42,67 +79,117 @@ CONFIGS = {
     "LunarLander-v3": "lunarlander-pivot.yaml",
     "MountainCar-v0": "mountaincar-pivot.yaml",
 }
-EPOCHS = {"CartPole-v1": 20, "Acrobot-v1": 4, "LunarLander-v3": 4, "MountainCar-v0": 4}
-VARIANT_ORDER = ("ppo", "pivot", "random", "epochs", "pivot_adv")
+RESULTS = _report.RESULTS_DIR / "pivot_vs_ppo.jsonl"
+SECTION = "pivot_vs_ppo"
+VARIANT_ORDER = ("ppo", "pivot", "pivot_mb", "random", "epochs", "pivot_adv")
+CONTROLS = ("random", "epochs")
 DESCRIPTIONS = {
-    "ppo": "PPO (all samples)",
-    "pivot": "PPO + PivotRL (policy-gradient label)",
-    "random": "control (a): random skip, same kept fraction",
-    "epochs": "control (b): fewer epochs, same compute",
-    "pivot_adv": "PPO + PivotRL (abs-advantage label)",
+    "ppo": "`ppo`: PPO (all samples)",
+    "pivot": "`pivot`: PivotRL, packed, unbiased low band",
+    "pivot_mb": "`pivot_mb`: PivotRL as first built (thinned minibatches, low band skipped)",
+    "random": "`random`: control (a), random subset of pivot's size, packed",
+    "epochs": "`epochs`: control (b), fewer epochs (last one fractional), pivot's size",
+    "pivot_adv": "`pivot_adv`: PivotRL, abs-advantage label",
 }
+SUMMARY_KEYS = (
+    "eval_mean", "eval_std", "eval_returns", "backward_samples", "forward_samples", "optimizer_steps",
+    "train_flops", "aux_flops", "real_env_steps", "wall_s", "eval_s", "learn_s", "act_s", "env_s", "compile",
+    "updates",
+)  # fmt: skip
+TARGET_WALL = 0.6  # CartPole / Acrobot: pivot train wall-clock / PPO at most this ...
+TARGET_RETURN = 0.98  # ... at a return ratio of at least this
+EQUAL_WALL = 0.1  # LunarLander: a control more than 10% faster than pivot is not "at equal wall-clock"
 _lock = threading.Lock()
 
 
+# --------------------------------------------------------------------------- running
+def resolved_settings(run_dir: Path) -> dict[str, Any]:
+    """The settings of a finished run that the tables need, from its resolved ``config.yaml``."""
+    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    ppo = cfg.get("ppo", {})
+    pivot = {k: v for k, v in cfg.get("pivot", {}).items() if k != "evaluator"}
+    keys = ("total_timesteps", "num_steps", "batch_size", "update_epochs")
+    return {
+        "ppo": {k: ppo.get(k) for k in keys},
+        "num_envs": cfg.get("env", {}).get("num_envs"),
+        "selection": cfg.get("selection"),
+        "pivot": pivot,
+    }
+
+
 def run_training(config: Path, overrides: list[str], workdir: Path) -> dict:
-    """One ``frugalrl train`` in a fresh process; returns its summary.json (plus ``run_dir``)."""
+    """One ``frugalrl train`` in a fresh process (MLflow off, one thread); its summary.json plus ``run_dir``
+    and ``settings`` (see ``resolved_settings``)."""
     out = Path(tempfile.mkdtemp(dir=workdir))
     args = [sys.executable, "-m", "frugalrl.cli", "train", str(config), "--out", str(out / "run")]
     for item in ["tracking.enabled=false", "threads=1", *overrides]:
         args += ["--set", item]
     proc = subprocess.run(args, capture_output=True, text=True, cwd=out)
     if proc.returncode != 0:
-        raise RuntimeError(f"training failed ({' '.join(overrides)}): {proc.stderr.strip().splitlines()[-1:]}")
-    return {**json.loads((out / "run" / "summary.json").read_text()), "run_dir": str(out / "run")}
+        raise RuntimeError(f"training failed ({' '.join(overrides)}):\n{proc.stderr[-4000:]}")
+    run_dir = out / "run"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return {**summary, "run_dir": str(run_dir), "settings": resolved_settings(run_dir)}
 
 
-def _record(results_path: Path, results: list, row: dict) -> None:
+def run_row(common: dict, env_id: str, config: Path, seed: int, variant: str, overrides: list[str],
+            workdir: Path, extra: dict | None = None) -> dict:  # fmt: skip
+    """Train one variant and return its row (not yet written)."""
+    load_before = _report.load_average()
+    summary = run_training(config, overrides, workdir)
+    return {
+        **common,
+        "timestamp": _report.utc_now(),
+        "env": env_id,
+        "config": str(config.relative_to(_report.REPO_ROOT)),
+        "timesteps": summary["settings"]["ppo"]["total_timesteps"],
+        "seed": seed,
+        "variant": variant,
+        "overrides": overrides,
+        "load_before": load_before,
+        "load_after": _report.load_average(),
+        "train_s": summary["wall_s"] - summary["eval_s"],
+        **{k: summary.get(k) for k in SUMMARY_KEYS},
+        "settings": summary["settings"],
+        **(extra or {}),
+    }
+
+
+def record(path: Path, row: dict) -> None:
     with _lock:
-        results.append(row)
-        results_path.write_text(json.dumps(results, indent=1))
+        _report.append_row(path, row)
+        opt = row["optimizer_steps"]
         print(
-            f"{row['env_id']:<16} seed {row['seed']}  {row['variant']:<9} eval {row['eval_mean']:8.1f}  "
-            f"backward {row['backward_samples']:>10,}  train_s {row['train_s']:6.1f}",
+            f"{row['env']:<15} seed {row['seed']}  {row['variant']:<9} eval {row['eval_mean']:8.1f}  "
+            f"backward {row['backward_samples']:>11,}  opt steps {opt if opt is not None else '-':>7}  "
+            f"train_s {row['train_s']:7.1f}  load {row['load_after']}",
             flush=True,
         )
 
 
-def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, workdir: Path) -> None:
+def run_chain(env_id: str, seed: int, args: argparse.Namespace, common: dict, workdir: Path) -> None:
+    """The variants of one (env, seed), in order; each row is written as soon as its run ends."""
     config = _report.REPO_ROOT / "configs" / CONFIGS[env_id]
     scale = [f"ppo.total_timesteps={args.timesteps}"] if args.timesteps else []
 
-    def run(variant: str, overrides: list[str]) -> dict:
-        summary = run_training(config, [f"seed={seed}", *scale, *overrides], workdir)
-        row = {
-            "env_id": env_id,
-            "seed": seed,
-            "variant": variant,
-            "overrides": overrides,
-            "train_s": summary["wall_s"] - summary["eval_s"],
-            **{k: summary[k] for k in ("eval_mean", "backward_samples", "train_flops", "aux_flops", "real_env_steps")},
-        }
-        _record(args.results, results, row)
+    def run(variant: str, overrides: list[str], extra: dict | None = None) -> dict:
+        row = run_row(common, env_id, config, seed, variant, [f"seed={seed}", *scale, *overrides], workdir, extra)
+        record(args.results, row)
         return row
 
     base = run("ppo", ["selection.kind=all"])
     pivot = run("pivot", [])
-    kept = pivot["backward_samples"] / base["backward_samples"]
-    run("random", ["selection.kind=random", f"selection.random_keep_fraction={kept:.4f}"])
-    run("epochs", ["selection.kind=all", f"ppo.update_epochs={max(1, round(EPOCHS[env_id] * kept))}"])
+    run("pivot_mb", ["selection.packing=minibatch", "pivot.p_min=0", "pivot.score=raw"])
+    kept = min(1.0, max(1e-4, pivot["backward_samples"] / base["backward_samples"]))
+    matched = {"keep_fraction": kept}
+    run("random", ["selection.kind=random", f"selection.keep_fraction={kept:.4f}", "selection.packing=rollout"],
+        matched)  # fmt: skip
+    run("epochs", ["selection.kind=epochs", f"selection.keep_fraction={kept:.4f}"], matched)
     if args.labels:
         run("pivot_adv", ["pivot.label=advantage"])
 
 
+# --------------------------------------------------------------------------- report
 def random_policy_return(env_id: str, episodes: int = 20, seed: int = 10_000) -> float:
     """Mean return of uniformly random actions over the evaluation seeds: the floor of the return ratio."""
     import gymnasium as gym
@@ -119,121 +206,258 @@ def random_policy_return(env_id: str, episodes: int = 20, seed: int = 10_000) ->
             total += float(reward)
             done = terminated or truncated
         returns.append(total)
+    env.close()
     return float(np.mean(returns))
 
 
-def _ratio(rows: dict, variant: str, key: str, floor: float = 0.0) -> list[float]:
-    """Per-seed ratio (variant - floor) / (ppo - floor) of ``key``, paired by seed."""
-    seeds = sorted({s for v, s in rows if v == variant and ("ppo", s) in rows})
-    return [(rows[(variant, s)][key] - floor) / (rows[("ppo", s)][key] - floor) for s in seeds
-            if rows[("ppo", s)][key] != floor]  # fmt: skip
+def mmm(values: list[float], fmt: str) -> str:
+    """``median (min-max)``; ``median (min to max)`` where a value is negative."""
+    if not values:
+        return "-"
+    med, lo, hi = _report.summarize(values)
+    sep = "-" if lo >= 0 else " to "
+    return f"{fmt.format(med)} ({fmt.format(lo)}{sep}{fmt.format(hi)})"
 
 
-def env_table(env_id: str, results: list[dict], floor: float) -> tuple[str, dict]:
-    rows = {(r["variant"], r["seed"]): r for r in results if r["env_id"] == env_id}
-    variants = [v for v in VARIANT_ORDER if any(k[0] == v for k in rows)]
+class Ratio:
+    """``variant / reference`` of one figure, paired by seed: per-seed ratios and the ratio of medians.
+    ``floor`` is subtracted from both sides first (returns: measured above a random policy)."""
+
+    def __init__(self, rows: dict, variant: str, reference: str, key: str, floor: float = 0.0):
+        seeds = sorted(s for v, s in rows if v == variant and (reference, s) in rows)
+        pairs = [(rows[(variant, s)].get(key), rows[(reference, s)].get(key)) for s in seeds]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        self.per_seed = [(a - floor) / (b - floor) for a, b in pairs if b != floor]
+        self.n, self.seeds = len(self.per_seed), len(seeds)
+        if pairs and statistics.median(b for _, b in pairs) != floor:
+            top = statistics.median(a for a, _ in pairs) - floor
+            self.of_medians = top / (statistics.median(b for _, b in pairs) - floor)
+        else:
+            self.of_medians = float("nan")
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.per_seed) if self.per_seed else float("nan")
+
+    def cell(self, fmt: str) -> str:
+        if not self.per_seed:
+            return "-"
+        text = f"{mmm(self.per_seed, fmt)}; of medians {fmt.format(self.of_medians)}"
+        return text + (f" [{self.n}/{self.seeds} seeds]" if self.n < self.seeds else "")
+
+    def text(self, fmt: str) -> str:
+        """For verdict lines: ``median of per-seed ratios (min-max; ratio of medians)``."""
+        if not self.per_seed:
+            return "not measured"
+        lo, hi, of_medians = (fmt.format(v) for v in (min(self.per_seed), max(self.per_seed), self.of_medians))
+        return f"{fmt.format(self.median)} (min {lo}, max {hi}; ratio of medians {of_medians})"
+
+
+def by_variant_seed(rows: list[dict]) -> dict[tuple[str, int], dict]:
+    """{(variant, seed): row}; a later row wins a duplicate."""
+    return {(r["variant"], r["seed"]): r for r in rows}
+
+
+def env_table(env_id: str, rows: list[dict], floor: float) -> tuple[str, dict]:
+    keyed = by_variant_seed(rows)
+    variants = [v for v in VARIANT_ORDER if any(k[0] == v for k in keyed)]
     header = ["variant", "seeds", "eval return, median (min-max)", "return ratio to PPO", "backward samples / PPO",
-              "train FLOPs / PPO", "train wall-clock / PPO", "evaluator share of FLOPs"]  # fmt: skip
-    body = []
-    medians: dict[str, dict] = {}
+              "optimizer steps / PPO", "train FLOPs / PPO", "train wall-clock / PPO",
+              "evaluator share of FLOPs"]  # fmt: skip
+    body, figures = [], {}
     for variant in variants:
-        mine = [r for (v, _), r in rows.items() if v == variant]
+        mine = [r for (v, _), r in sorted(keyed.items()) if v == variant]
         returns = [r["eval_mean"] for r in mine]
-        ret_ratio = _ratio(rows, variant, "eval_mean", floor)
-        bwd, flops, wall = (_ratio(rows, variant, k) for k in ("backward_samples", "train_flops", "train_s"))
-        share = [r["aux_flops"] / r["train_flops"] for r in mine if r["train_flops"]]
-        medians[variant] = {
-            "return": statistics.median(returns),
-            "return_ratio": statistics.median(ret_ratio) if ret_ratio else float("nan"),
-            "backward": statistics.median(bwd) if bwd else float("nan"),
-            "flops": statistics.median(flops) if flops else float("nan"),
-            "seeds": len(mine),
+        ratios = {
+            "return": Ratio(keyed, variant, "ppo", "eval_mean", floor),
+            "backward": Ratio(keyed, variant, "ppo", "backward_samples"),
+            "optimizer": Ratio(keyed, variant, "ppo", "optimizer_steps"),
+            "flops": Ratio(keyed, variant, "ppo", "train_flops"),
+            "wall": Ratio(keyed, variant, "ppo", "train_s"),
         }
-        body.append([
-            DESCRIPTIONS[variant], str(len(mine)), _report.fmt_mmm(returns, "{:,.1f}"),
-            _report.fmt_mmm(ret_ratio, "{:.3f}") if variant != "ppo" else "1",
-            _report.fmt_mmm(bwd, "{:.3f}") if variant != "ppo" else "1",
-            _report.fmt_mmm(flops, "{:.3f}") if variant != "ppo" else "1",
-            _report.fmt_mmm(wall, "{:.2f}") if variant != "ppo" else "1",
-            _report.fmt_mmm(share, "{:.2%}") if variant.startswith("pivot") else "-",
-        ])  # fmt: skip
-    return _report.markdown_table(header, body), medians
+        if variant in CONTROLS:  # control / pivot, for the LunarLander target
+            ratios["wall_to_pivot"] = Ratio(keyed, variant, "pivot", "train_s")
+        share = [r["aux_flops"] / r["train_flops"] for r in mine if r.get("train_flops")]
+        figures[variant] = {"median_return": statistics.median(returns), "seeds": len(mine), **ratios}
+        cells = [DESCRIPTIONS[variant], str(len(mine)), mmm(returns, "{:,.1f}")]
+        if variant == "ppo":
+            cells += ["1"] * 5
+        else:
+            cells += [ratios["return"].cell("{:.3f}"), ratios["backward"].cell("{:.3f}"),
+                      ratios["optimizer"].cell("{:.3f}"), ratios["flops"].cell("{:.3f}"),
+                      ratios["wall"].cell("{:.2f}")]  # fmt: skip
+        cells.append(mmm(share, "{:.2%}") if variant.startswith("pivot") and share else "-")
+        body.append(cells)
+    return _report.markdown_table(header, body), figures
 
 
-def verdict(env_id: str, m: dict) -> str:
-    if "pivot" not in m or "ppo" not in m:
-        return "not measured"
-    p = m["pivot"]
+def verdict(env_id: str, fig: dict, budget_note: str, workers: int) -> str:
+    if "pivot" not in fig or "ppo" not in fig:
+        return "pivot or PPO not measured: no verdict"
+    p = fig["pivot"]
+    parallel = f" (wall-clock measured with {workers} chains in parallel)" if workers > 1 else ""
     if env_id in ("CartPole-v1", "Acrobot-v1"):
-        ok = p["backward"] <= 0.55 and p["flops"] <= 0.55 and p["return_ratio"] >= 0.98
-        return (
-            f"target (backward and FLOPs <= 0.55 of PPO, return ratio >= 0.98): backward {p['backward']:.3f}, "
-            f"FLOPs {p['flops']:.3f}, return ratio {p['return_ratio']:.3f}: **{'met' if ok else 'missed'}**"
+        wall, ret = p["wall"], p["return"]
+
+        def met(w: float, r: float) -> bool:
+            return w <= TARGET_WALL and r >= TARGET_RETURN
+
+        ok = met(wall.median, ret.median)
+        text = (
+            f"**Target: pivot's train wall-clock <= {TARGET_WALL}x PPO's at a return ratio >= {TARGET_RETURN}. "
+            f"Measured (median of per-seed ratios): wall-clock {wall.text('{:.2f}')}{parallel}, return ratio "
+            f"{ret.text('{:.3f}')}: {'met' if ok else 'missed'}.**"
         )
+        if met(wall.of_medians, ret.of_medians) != ok:
+            text += f" The ratios of medians would have {'missed' if ok else 'met'} it."
+        text += f" Pivot's optimizer steps / PPO: {p['optimizer'].text('{:.3f}')}."
+        return text + budget_note
     if env_id == "LunarLander-v3":
-        controls = [m[c]["return"] for c in ("random", "epochs") if c in m]
-        ok = bool(controls) and all(p["return"] > c for c in controls)
-        return (
-            f"target (median return above both controls at the same compute): pivot {p['return']:.1f} vs "
-            f"random {m.get('random', {}).get('return', float('nan')):.1f}, "
-            f"epochs {m.get('epochs', {}).get('return', float('nan')):.1f}: **{'met' if ok else 'missed'}**"
+        controls = [c for c in CONTROLS if c in fig]
+        ok = len(controls) == len(CONTROLS) and all(p["median_return"] > fig[c]["median_return"] for c in controls)
+        walls = "; ".join(f"{c} / pivot {fig[c]['wall_to_pivot'].text('{:.2f}')}" for c in controls)
+        # A control that took more time than pivot and still scored lower does not weaken pivot's lead; one
+        # that took clearly less does: then pivot's lead over it was not measured at equal wall-clock.
+        unequal = [c for c in controls if fig[c]["wall_to_pivot"].median < 1 - EQUAL_WALL]
+        text = (
+            "**Target: pivot's median return above both controls' at equal wall-clock. Measured: median return "
+            f"pivot {p['median_return']:.1f}, "
+            + ", ".join(f"{c} {fig[c]['median_return']:.1f}" for c in controls)
+            + f": {'met' if ok else 'missed'}.** Train wall-clock, control / pivot (median of per-seed ratios): "
+            f"{walls or 'controls not measured'}{parallel}."
         )
-    return "no target set for this env (the seed document's claim is in the claims ledger)"
+        if unequal:
+            text += (
+                f" {', '.join(f'`{c}`' for c in unequal)} took more than {EQUAL_WALL:.0%} less train wall-clock than "
+                "pivot, so against it the returns were not compared at equal wall-clock."
+            )
+        return text + budget_note
+    return "No target for this env; figures as measured." + budget_note
 
 
-def report(results: list[dict], command: str, load_start: str, load_end: str) -> str:
-    envs = [e for e in CONFIGS if any(r["env_id"] == e for r in results)]
+def render(batches: dict[str, list[dict]], results: Path) -> str:
+    all_rows = sorted((r for rows in batches.values() for r in rows), key=lambda r: r["timestamp"])
+    workers = max(int(r.get("workers") or 1) for r in all_rows)
     lines = [
         "Claim tested (PivotRL seed document): about 50% less compute with under 2% loss of return on "
-        "CartPole, LunarLander and MountainCar.",
+        "CartPole, LunarLander and MountainCar. Here compute is counted as backward samples, optimizer steps, "
+        "training FLOPs and train wall-clock.",
         "",
-        *_report.machine_lines(command, load_start, load_end),
-        "- budgets: the env's `configs/*-pivot.yaml` (RL Zoo PPO hyperparameters; pivot thresholds 0.8 / 0.5, "
-        "keep_prob 0.5, safety margin 20%, dynamic threshold, evaluator refresh); every contender of a seed "
-        "gets the same env steps; controls get pivot's measured kept fraction of that seed.",
-        "- ratios are paired per seed (variant / PPO of the same seed), then median (min-max) over seeds. The "
-        "return ratio is measured above a random policy: (R - R_random) / (R_PPO - R_random), so it reads the "
-        "same for envs with negative returns (R_random: uniform random actions on the same 20 eval seeds).",
+        *_report.rows_lines(all_rows, results),
+        "- variants per (env, seed), in this order, each a fresh `frugalrl train` process (MLflow off, one torch "
+        "thread), same seed and env steps: `ppo` (`selection.kind=all`); `pivot` (the env's `configs/*-pivot.yaml` "
+        "as is: kept samples packed into full minibatches, unbiased low band); `pivot_mb` "
+        "(`selection.packing=minibatch`, `pivot.p_min=0`, `pivot.score=raw`: the rule as first built); "
+        "`random` and `epochs` (controls "
+        "(a) and (b), `selection.keep_fraction` = pivot's backward samples / PPO's of that seed; `random` packed "
+        "per rollout, `epochs` with a fractional last epoch); `pivot_adv` (`pivot.label=advantage`) where run.",
+        "- train wall-clock: `summary.json` `wall_s - eval_s` (cost meter started after the vector env is built; "
+        "agent construction, rollouts, updates, evaluator work, checkpoints and policy export; final evaluation "
+        "excluded). "
+        + (
+            f"**Measured with {workers} chains in parallel** on {all_rows[0].get('machine', {}).get('nproc', '?')} "
+            "CPUs: the wall-clock figures include that contention."
+            if workers > 1
+            else "One run at a time (`--workers 1`)."
+        ),
+        "- ratio cells: median (min-max) of the per-seed ratios (variant / PPO of the same seed); then the ratio "
+        "of the medians. The return ratio is measured above a random policy: (R - R_random) / (R_PPO - R_random), "
+        "so it reads the same for envs with negative returns (R_random: uniform random actions on the same 20 "
+        "eval seeds). Evaluator share: evaluator scoring, training and label FLOPs / training FLOPs.",
+        "- Other processes may share the machine; see the load average.",
         "",
     ]
-    for env_id in envs:
+    for env_id in [e for e in CONFIGS if e in batches]:
+        rows = batches[env_id]
         floor = random_policy_return(env_id)
-        table, medians = env_table(env_id, results, floor)
-        steps = next(r["real_env_steps"] for r in results if r["env_id"] == env_id)
-        title = f"#### {env_id} ({steps:,} env steps per run; random policy {floor:.1f})"
-        lines += [title, "", table, "", "- " + verdict(env_id, medians), ""]
+        table, fig = env_table(env_id, rows, floor)
+        steps = sorted({r["real_env_steps"] for r in rows})
+        budget = rows[0]["timesteps"]
+        default = default_timesteps(env_id)
+        budget_note = ""
+        if budget != default:
+            budget_note = f" (Budget {budget:,} env steps, not the config's {default:,}: not a check of the target.)"
+        ppo = [r for r in rows if r["variant"] == "ppo"]
+        compiles = sorted({str(r.get("compile")) for r in rows})
+        lines += [
+            f"#### {env_id} ({'/'.join(f'{s:,}' for s in steps)} env steps per run; random policy {floor:.1f}; "
+            f"batch `{rows[0]['batch']}`)",
+            "",
+            table,
+            "",
+            "- " + verdict(env_id, fig, budget_note, workers),
+        ]
+        if ppo:
+            lines.append(
+                f"- PPO itself: train wall-clock {mmm([r['train_s'] for r in ppo], '{:.1f}')} s, optimizer steps "
+                f"{mmm([r['optimizer_steps'] for r in ppo if r.get('optimizer_steps') is not None], '{:,.0f}')}; "
+                f"learner step kind (`compile`): {', '.join(compiles)}."
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
+def default_timesteps(env_id: str) -> int:
+    cfg = yaml.safe_load((_report.REPO_ROOT / "configs" / CONFIGS[env_id]).read_text())
+    return int(cfg["ppo"]["total_timesteps"])
+
+
+# --------------------------------------------------------------------------- main
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--env", "--envs", nargs="+", dest="env", default=None, choices=list(CONFIGS),
+                        help="envs to run (default: all four) or, with --report-only, to render (default: all in "
+                        "the results file)")  # fmt: skip
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 1..N")
     parser.add_argument(
         "--seeds-per-env", nargs="*", default=[], metavar="ENV=N", help="fewer seeds for an env: LunarLander-v3=3"
     )
-    parser.add_argument("--workers", type=int, default=2, help="chains (env, seed) run in parallel")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="chains (env, seed) run in parallel; above 1 the wall-clock figures suffer")  # fmt: skip
     parser.add_argument("--timesteps", type=int, default=None, help="override every env's budget (smoke runs)")
     parser.add_argument("--labels", action="store_true", help="also run pivot with the |advantage| label")
-    parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "pivot_vs_ppo.json")
-    parser.add_argument("--report-only", action="store_true", help="write the table from --results, run nothing")
-    parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSONL results file (appended to)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: render the newest batch per env from --results")  # fmt: skip
+    parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
     args = parser.parse_args()
 
-    load_start = _report.load_average()
-    results: list[dict] = json.loads(args.results.read_text()) if args.report_only else []
-    if not args.report_only:
-        with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.workers) as pool:
-            limits = {item.split("=")[0]: int(item.split("=")[1]) for item in args.seeds_per_env}
-            seeds = range(1, args.seeds + 1)
-            chains = [(env, seed) for seed in seeds for env in args.envs if seed <= limits.get(env, args.seeds)]
-            futures = [pool.submit(run_chain, env, seed, args, results, Path(workdir)) for env, seed in chains]
+    batches: dict[str, list[dict]] = {}
+    if args.report_only:
+        stored = _report.read_rows(args.results)
+        envs = args.env or [e for e in CONFIGS if any(r.get("env") == e for r in stored)]
+        for env_id in envs:
+            match = {"env": env_id, **({"timesteps": args.timesteps} if args.timesteps else {})}
+            rows = _report.newest_batch(stored, **match)
+            if rows:
+                batches[env_id] = rows
+            else:
+                at = f" at {args.timesteps:,} env steps" if args.timesteps else ""
+                print(f"{env_id}: no rows{at} in {args.results}; skipped", file=sys.stderr)
+    else:
+        envs = args.env or list(CONFIGS)
+        common = _report.batch_common(workers=args.workers)
+        limits = {item.split("=")[0]: int(item.split("=")[1]) for item in args.seeds_per_env}
+        chains = [(env, seed) for env in envs for seed in range(1, min(args.seeds, limits.get(env, args.seeds)) + 1)]
+        with tempfile.TemporaryDirectory(prefix="pivot-vs-ppo-") as tmp, ThreadPoolExecutor(args.workers) as pool:
+            futures = [pool.submit(run_chain, env, seed, args, common, Path(tmp)) for env, seed in chains]
             for future in futures:
                 future.result()
-    text = report(results, _report.command_line(), load_start, _report.load_average())
+        print(f"\nrows appended to {args.results} (batch {common['batch']})")
+        # The section shows every env: this batch for the envs just run, the newest stored batch for the others.
+        stored = _report.read_rows(args.results)
+        for env_id in CONFIGS:
+            rows = [r for r in stored if r.get("batch") == common["batch"] and r.get("env") == env_id]
+            rows = rows or _report.newest_batch(stored, env=env_id)
+            if rows:
+                batches[env_id] = rows
+    if not batches:
+        sys.exit(1)
+    text = render(batches, args.results)
     print(text)
     if args.write:
-        _report.write_section("pivot_vs_ppo", text)
+        path = _report.write_section(SECTION, text)
+        print(f"wrote section {SECTION} into {path}")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ def _tower_layers(tower: nn.Module) -> tuple[list[nn.Linear], type[nn.Module]] |
 
 def fused_unsupported(policy: ActorCritic) -> str | None:
     """None when ``FusedMLPStep`` can run this policy, else the reason it cannot."""
+    if type(policy) is not ActorCritic:
+        return f"the policy is a {type(policy).__name__}, not a plain ActorCritic"
     if policy.critic is None:
         return "the actor and critic share a torso (CNN policy)"
     actor = _tower_layers(policy.actor)
@@ -95,7 +97,9 @@ class FusedMLPStep:
             self._restack()
 
     def _restack(self) -> None:
-        self.weights, self.biases = _stack_towers(self.actor_layers, self.critic_layers)
+        # Outside inference mode (the first call may come from a rollout): parameters must stay normal tensors.
+        with torch.inference_mode(False), torch.no_grad():
+            self.weights, self.biases = _stack_towers(self.policy, self.actor_layers, self.critic_layers)
         self._first_ptr = self.actor_layers[0].weight.data_ptr()
         if self.weights[0].device.type == "cpu":  # NumPy views share memory: the optimizer's updates show
             head = self.policy.head
@@ -278,25 +282,36 @@ class FusedMLPStep:
                 g_h = torch.bmm(g_z, self.weights[layer])
 
 
-def _stack_towers(actor: list[nn.Linear], critic: list[nn.Linear]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def _stack_towers(
+    policy: nn.Module, actor: list[nn.Linear], critic: list[nn.Linear]
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Move each layer pair's weights into one (2, out, in) tensor (and biases into (2, out)).
 
     The parameters stay the same objects (optimizer state and checkpoints are untouched); their
     storage becomes a slice of the stacked tensor, so a step needs no copy to batch the towers.
-    A pair that is already stacked (another learner shares this policy) is reused as it is.
+    The stacks are kept on the policy: a second learner sharing it (the latent curriculum's
+    real and virtual sources) reuses them instead of moving the parameters again.
     """
-    weights, biases = [], []
-    for a, c in zip(actor, critic, strict=True):
-        for name, out in (("weight", weights), ("bias", biases)):
-            pa, pc = getattr(a, name), getattr(c, name)
-            base = pa.data._base
-            if base is not None and base.shape[0] == 2 and _is_stack(base, pa, pc):
-                out.append(base)
-                continue
+    pairs = [(getattr(a, name), getattr(c, name)) for a, c in zip(actor, critic, strict=True) for name in _NAMES]
+    kept = getattr(policy, _STACKS, None)
+    if (
+        kept is not None
+        and len(kept) == len(pairs)
+        and all(_is_stack(t, a, c) for t, (a, c) in zip(kept, pairs, strict=True))
+    ):
+        stacks = kept
+    else:
+        stacks = []
+        for pa, pc in pairs:
             stacked = torch.stack([pa.data, pc.data])
             pa.data, pc.data = stacked[0], stacked[1]
-            out.append(stacked)
-    return weights, biases
+            stacks.append(stacked)
+        object.__setattr__(policy, _STACKS, stacks)  # a plain attribute: not a buffer, not in state_dict
+    return stacks[0::2], stacks[1::2]
+
+
+_NAMES = ("weight", "bias")
+_STACKS = "_fused_tower_stacks"
 
 
 def _is_stack(stacked: torch.Tensor, first: torch.Tensor, second: torch.Tensor) -> bool:

@@ -140,15 +140,16 @@ class PPO:
                 self.meter.real_env_steps += self.num_envs
             self.global_step += self.num_envs
 
-            reward = torch.as_tensor(reward, dtype=torch.float32, device=self.device)
             # A time-limit truncation is not a real end: bootstrap from the final observation.
             cut = truncated & ~terminated
             if cut.any() and "final_obs" in info:
+                reward = torch.as_tensor(reward, dtype=torch.float32, device=self.device)
                 final_obs = self._to_tensor(info["final_obs"][cut])
                 reward[torch.as_tensor(cut, device=self.device)] += gamma * self.policy.get_value(final_obs)
                 self.meter.inference_samples += int(cut.sum())
-            self.rewards[t] = reward
-            self.dones[t] = torch.as_tensor(terminated | truncated, dtype=torch.float32, device=self.device)
+            # as_tensor shares the env's array; the copy into the float32 buffer converts on the way
+            self.rewards[t] = torch.as_tensor(reward, device=self.device)
+            self.dones[t] = torch.as_tensor(terminated | truncated, device=self.device)
             self.next_obs = self._to_tensor(next_obs)
 
             if "_episode" in info:

@@ -13,8 +13,9 @@ Kinds (``ppo.compile``):
   overhead, not arithmetic, so fewer, larger operations are what make it fast.
 - ``inductor``: ``torch.compile`` of the eager loss (inductor; C++ kernels on CPU). Its
   compile time is paid in the run.
-- ``auto``: ``fused`` where the policy allows it, else ``off`` (see docs/benchmarks.md,
-  "Where PPO's time goes", for the measurements behind the choice).
+- ``auto``: on the CPU, ``fused`` where the policy allows it, else ``off`` (docs/benchmarks.md,
+  "Where PPO's time goes", has the measurements behind the choice); on a GPU ``off``, since
+  no GPU measurement has chosen between the kinds there yet.
 
 Numerically every kind computes the same loss and gradient up to float rounding
 (``tests/test_ppo_step.py``).
@@ -153,6 +154,8 @@ def make_step(mode: str, policy: ActorCritic, hp: PPOConfig, device: torch.devic
     from frugalrl.algos.fused_mlp import FusedMLPStep, fused_unsupported
 
     if mode == "off":
+        return EagerStep(policy, hp)
+    if mode == "auto" and device.type != "cpu":
         return EagerStep(policy, hp)
     if mode in ("fused", "auto"):
         why = fused_unsupported(policy)
