@@ -28,6 +28,7 @@ SECTIONS = {
     "env_throughput": "## Env throughput: the env factory against a plain gymnasium loop",
     "ppo_vs_sb3": "## PPO on CartPole-v1: frugalrl against Stable-Baselines3",
     "ppo_time_breakdown": "## Where PPO's time goes on CartPole-v1",
+    "ppo_step_micro": "## The pieces of a CartPole PPO step, before and after",
     "ppo_vs_sb3_lunarlander": "## PPO on LunarLander-v3: frugalrl against Stable-Baselines3",
     "ppo_vs_sb3_halfcheetah": "## PPO on HalfCheetah-v5: frugalrl against Stable-Baselines3",
     "pivot_vs_ppo": "## PivotRL against PPO and equal-compute controls",

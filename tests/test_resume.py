@@ -17,14 +17,20 @@ from frugalrl.cli import main
 from frugalrl.errors import CheckpointError
 
 
-def _config_file(tmp_path, selection: str = "all"):
+def _config_file(tmp_path, selection: str = "all", compile_mode: str = "auto"):
     data = {
         "selection": {"kind": selection},
         "pivot": {"warmup_steps": 512, "refresh_every_updates": 3},
         "name": "resume",
         "seed": 11,
         "env": {"id": "CartPole-v1", "num_envs": 4},
-        "ppo": {"total_timesteps": 64 * 128, "num_steps": 32, "batch_size": 64, "update_epochs": 4},
+        "ppo": {
+            "total_timesteps": 64 * 128,
+            "num_steps": 32,
+            "batch_size": 64,
+            "update_epochs": 4,
+            "compile": compile_mode,
+        },
         "eval": {"episodes": 3},
         "checkpoint": {"every_updates": 4},
         "tracking": {"enabled": False},
@@ -43,9 +49,10 @@ def _policy_params(run_dir):
     return state["agent"]["policy"], state["agent"]["optimizer"]
 
 
-@pytest.mark.parametrize("selection", ["all", "pivot"])
-def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, selection):
-    config = _config_file(tmp_path, selection)
+@pytest.mark.parametrize(("selection", "compile_mode"), [("all", "auto"), ("pivot", "auto"), ("all", "off")])
+def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, selection, compile_mode):
+    """Bit-identical within one step kind: the fused step (``auto`` on CPU) and eager autograd."""
+    config = _config_file(tmp_path, selection, compile_mode)
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     subprocess.run(
         _frugalrl("train", str(config), "--out", str(straight)), check=True, capture_output=True, timeout=300

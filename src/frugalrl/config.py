@@ -61,7 +61,8 @@ class EnvConfig(_Strict):
     atari: AtariConfig = Field(default_factory=AtariConfig)
     dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
     batched: bool = Field(
-        True, description="CartPole-v1: step all copies as arrays (same trajectories, ~8x faster); false = one by one"
+        True,
+        description="CartPole-v1: step all copies as arrays (bit-identical trajectories, faster); false = one by one",
     )
 
     @field_validator("id")
@@ -140,7 +141,7 @@ class PPOConfig(_Strict):
     compile: Literal["auto", "fused", "inductor", "off"] = Field(
         "auto",
         description="the minibatch step: fused (hand-written MLP forward/backward), inductor (torch.compile), "
-        "off (eager autograd); auto = fused where the policy allows, else off",
+        "off (eager autograd); auto = on the CPU fused where the policy allows, else off",
     )
 
     @field_validator("compile", mode="before")

@@ -207,7 +207,7 @@ class PPO:
         if self.hp.norm_adv:
             ref = chosen.norm_indices
             if ref is None:  # the rollout's statistics: the same whichever samples were kept
-                adv = norm_adv[idx]
+                adv = norm_adv[idx] if norm_adv is not None else adv
             elif len(ref) > 1:  # the minibatch's own statistics (SB3 and CleanRL do this)
                 ref_adv = adv if ref is idx else advantages[ref]
                 adv = (adv - ref_adv.mean()) / (ref_adv.std() + 1e-8)
@@ -237,7 +237,9 @@ class PPO:
         )
         self.selector.on_rollout(batch, self.global_step)
         tensors = (b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values)
-        norm_adv = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8) if hp.norm_adv else None
+        norm_adv = None  # the rollout's normalised advantages, for selections that ask for rollout statistics
+        if hp.norm_adv and self.rollout_size > 1:
+            norm_adv = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8)
 
         stats: list[torch.Tensor] = []  # one row of detached scalars per minibatch, read once at the end
         stop = False

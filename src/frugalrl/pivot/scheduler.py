@@ -1,6 +1,7 @@
 """The dynamic sampling scheduler: PivotRL's importance-based ``SampleSelector`` for PPO.
 
-Per sample, with the evaluator's score s in [0, 1] and thresholds low <= high:
+Per sample, with its score s in [0, 1] and thresholds low <= high (``pivot.score: rank``, the
+default, ranks the evaluator's outputs within the rollout first, so s is a quantile):
 
 - s >= high: full forward and backward pass, weight 1;
 - low <= s < high: kept with probability ``keep_prob``, weight 1 / keep_prob;
@@ -18,8 +19,9 @@ that rule:
 
 - warm-up: the first ``warmup_steps`` env steps compute every sample, while the evaluator
   learns from each rollout;
-- safety margin: at least ``min_full_fraction`` of the samples chosen from gets full compute (the
-  highest-scored samples are promoted when too few pass ``high``);
+- safety margin: at least ``min_full_fraction`` of the samples chosen from get full compute (the
+  highest-scored samples are promoted when too few pass ``high``; with rank scores this only
+  binds when ``high`` is above ``1 - min_full_fraction``);
 - dynamic threshold: ``low`` starts ``threshold_boost`` higher and decays linearly to its base
   over ``threshold_decay_steps`` (the seed's ``dynamic_threshold``);
 - refresh: every ``refresh_every_updates`` updates the evaluator is fine-tuned on fresh labels
