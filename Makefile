@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.frugalrl-installed
 
-.PHONY: demo test lint check-infra setup clean
+.PHONY: demo test test-fast lint check-infra setup clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,9 @@ demo: $(STAMP)
 
 test: $(STAMP) check-infra
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)  # the edit-test loop: everything but the tests marked slow
+	$(BIN)/python -m pytest -q -m "not slow"
 
 check-infra: $(STAMP)
 	BIN=$(BIN) scripts/check_infra.sh

@@ -272,6 +272,7 @@ def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
         validate_config({"latent": {"enabled": True}, "selection": {"kind": "pivot"}})
 
 
+@pytest.mark.slow  # about 2.5 minutes on 2 cores
 def test_local_latent_pipeline_steps_chain(tmp_path):
     """collect -> pretrain encoder -> curriculum train, as the components call them (no KFP)."""
     from frugalrl.steps import collect_step, pretrain_encoder_step, train_step
