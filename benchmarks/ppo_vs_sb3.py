@@ -433,27 +433,6 @@ def run_worker(kind: str, env_id: str, seed: int, timesteps: int) -> dict:
         Path(result_path).unlink(missing_ok=True)
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def append_row(path: Path, row: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fh.write(json.dumps(row) + "\n")
-
-
-def read_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    rows = []
-    with path.open() as fh:
-        for line in fh:
-            if line.strip():
-                rows.append(json.loads(line))
-    return rows
-
-
 def latest_batch(rows: list[dict], env_id: str, timesteps: int) -> list[dict]:
     """The rows of ``env_id`` at ``timesteps`` that share the newest batch id (the last one appended)."""
     matching = [r for r in rows if r.get("env") == env_id and r.get("timesteps") == timesteps]
@@ -500,13 +479,6 @@ def _ratios(fr: list[float | None], sb: list[float | None], positive: bool = Fal
 
 def _opt(value: Any, fmt: str, missing: str = "-") -> str:
     return missing if value is None else fmt.format(value)
-
-
-def _load1(load: str) -> float | None:
-    try:
-        return float(load.split("/")[0])
-    except (ValueError, AttributeError):
-        return None
 
 
 def pair_by_seed(rows: list[dict]) -> tuple[list[dict], list[int]]:
@@ -683,7 +655,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         cells += [
             " / ".join(_opt(a.get(k), "{:.1f}") for k in ("env_s", "act_s", "learn_s")),
             f"{_opt(a.get('optimizer_steps'), '{:,}')} / {_opt(b.get('optimizer_steps'), '{:,}')}",
-            f"{_opt(_load1(a['load_after']), '{:.2f}')} / {_opt(_load1(b['load_after']), '{:.2f}')}",
+            f"{_opt(_report.load1(a['load_after']), '{:.2f}')} / {_opt(_report.load1(b['load_after']), '{:.2f}')}",
         ]
         per_seed_rows.append(cells)
     per_seed = _report.markdown_table(header, per_seed_rows)
@@ -692,7 +664,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
     machine, versions = first.get("machine", {}), first.get("versions", {})
     commits = sorted({r["git_commit"] for r in rows})
     commands = sorted({r["command"] for r in rows})
-    loads = [v for v in (_load1(r["load_after"]) for r in rows) if v is not None]
+    loads = [v for v in (_report.load1(r["load_after"]) for r in rows) if v is not None]
     threads = sorted({r["torch_threads"] for r in rows})
     fr_steps = sorted({r["env_steps"] for r in fr})
     sb_steps = sorted({r["env_steps"] for r in sb})
@@ -756,8 +728,6 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
 
 
 # --------------------------------------------------------------------------- main
-def machine_facts() -> dict[str, Any]:
-    return {"nproc": _report.nproc(), "cpu": _report.cpu_model(), "gpu": _report.gpu_name()}
 
 
 def run_env(spec: EnvSpec, timesteps: int, seeds: list[int], common: dict, results_path: Path) -> list[dict]:
@@ -768,7 +738,7 @@ def run_env(spec: EnvSpec, timesteps: int, seeds: list[int], common: dict, resul
             res = run_worker(kind, spec.env_id, seed, timesteps)
             row = {
                 **common,
-                "timestamp": utc_now(),
+                "timestamp": _report.utc_now(),
                 "env": spec.env_id,
                 "timesteps": timesteps,
                 "seed": seed,
@@ -777,7 +747,7 @@ def run_env(spec: EnvSpec, timesteps: int, seeds: list[int], common: dict, resul
                 "load_after": _report.load_average(),
                 **res,
             }
-            append_row(results_path, row)
+            _report.append_row(results_path, row)
             rows.append(row)
             print(
                 f"{spec.env_id} seed {seed} {kind:8s} train {res['train_s']:7.1f} s  eval {res['eval_mean']:8.1f}  "
@@ -824,7 +794,7 @@ def main() -> None:
 
     batches: list[tuple[EnvSpec, int, list[dict]]] = []
     if args.report_only:
-        all_rows = read_rows(args.results)
+        all_rows = _report.read_rows(args.results)
         for spec in specs:
             timesteps = args.timesteps or spec.timesteps
             rows = latest_batch(all_rows, spec.env_id, timesteps)
@@ -839,7 +809,7 @@ def main() -> None:
             "batch": dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}",
             "git_commit": _report.git_commit(),
             "command": _report.command_line(),
-            "machine": machine_facts(),
+            "machine": _report.machine_facts(),
             "versions": _report.package_versions(),
         }
         seeds = list(range(args.first_seed, args.first_seed + args.seeds))
