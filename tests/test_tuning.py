@@ -21,7 +21,7 @@ from frugalrl.config import load_config
 from frugalrl.errors import ConfigError
 from frugalrl.tuning import tune
 
-from .conftest import REPO
+from .conftest import REPO, tiny_config
 
 CONFIG = REPO / "configs" / "cartpole-tune.yaml"
 FAST = ["ppo.total_timesteps=1024", "ppo.num_steps=32", "eval.episodes=2", "tuning.report_every_updates=1"]
@@ -110,3 +110,17 @@ def test_killed_worker_trial_is_failed_and_retried_never_lost(tmp_path):
     retried = [t for t in complete if RetryHeartbeatStaleTrialCallback.retried_trial_number(t) == failed[0].number]
     assert len(retried) == 1 and retried[0].params == failed[0].params
     assert len(complete) == 4  # the two trials done before the kill are still there
+
+
+def test_the_config_itself_is_the_first_point_searched():
+    from frugalrl.config import SearchDimension
+    from frugalrl.tuning import config_point
+
+    config = tiny_config()
+    space = {
+        "ppo.learning_rate": SearchDimension(type="float", low=1e-4, high=3e-3, log=True),
+        "ppo.update_epochs": SearchDimension(type="int", low=1, high=4),
+    }
+    assert config_point(config, space) == {"ppo.learning_rate": config.ppo.learning_rate, "ppo.update_epochs": 2}
+    space["ppo.learning_rate"] = SearchDimension(type="float", low=1e-2, high=1e-1)  # the config lies outside
+    assert config_point(config, space) is None

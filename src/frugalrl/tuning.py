@@ -75,6 +75,26 @@ def suggest(trial: Any, space: dict[str, SearchDimension]) -> list[str]:
     return overrides
 
 
+def config_point(config: ExperimentConfig, space: dict[str, SearchDimension]) -> dict[str, Any] | None:
+    """The config's own values of the searched keys, when all lie in the space: the study's first trial,
+    so tuning can only return something at least as good as the config it started from."""
+    data = config.to_dict()
+    point: dict[str, Any] = {}
+    for key, dim in space.items():
+        value: Any = data
+        for part in key.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return None
+            value = value[part]
+        if dim.type == "categorical":
+            if value not in (dim.choices or []):
+                return None
+        elif not isinstance(value, int | float) or not (dim.low <= value <= dim.high):
+            return None
+        point[key] = value
+    return point
+
+
 def trial_config(config: ExperimentConfig, overrides: list[str]) -> ExperimentConfig:
     """The config a trial trains: the sampled overrides applied, tracking left to the MLflow callback."""
     data = apply_overrides(config.to_dict(), [*overrides, "tracking.enabled=false"], source="tuning")
@@ -140,6 +160,9 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0) -> dict[str, Any]
         load_if_exists=True,
     )
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    start = config_point(config, tuning.space)
+    if worker == 0 and start is not None and not study.get_trials(deepcopy=False):
+        study.enqueue_trial(start)  # the config as given is trial 0 (worker 0 only: no double enqueue)
     callbacks: list[Any] = [MaxTrialsCallback(tuning.trials, states=finished)]
     objective = make_objective(config, out)
 
