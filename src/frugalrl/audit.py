@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from frugalrl.errors import FrugalError, TrackingError
+from frugalrl.tracking.artifacts import resolve_artifact
+from frugalrl.tracking.registry import registry_client
 
 TIMING_KEYS = {"sps", "wall_s", "eval_s", "train_s", "env_s", "act_s", "learn_s", "peak_rss_mb"}
 OUTCOME_KEYS = ("eval_returns", "eval_mean", "eval_std", "eval_iqm", "real_env_steps", "virtual_env_steps",
@@ -69,16 +71,10 @@ def compare_summaries(recorded: dict, rerun: dict, rel: float) -> list[str]:
 
 
 def _download(run_id: str, out: Path) -> Path:
-    import mlflow
-
-    from frugalrl.tracking import check_tracking
-
-    mlflow.set_tracking_uri(check_tracking())
-    try:
-        return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="run", dst_path=str(out)))
-    except Exception as exc:
-        reason = str(exc).splitlines()[0][:120]
-        raise TrackingError(f"run {run_id}: cannot fetch its run/ artifacts ({reason})") from None
+    return resolve_artifact(
+        f"runs:/{run_id}/run", None, "run", "copy the id from the MLflow UI", dest=out,
+        fetch_error=lambda reason: f"run {run_id}: cannot fetch its run/ artifacts ({reason[:120]})",
+    )  # fmt: skip
 
 
 def _worktree(repo: Path, commit: str, where: Path) -> Path:
@@ -92,8 +88,6 @@ def _worktree(repo: Path, commit: str, where: Path) -> Path:
 
 def audit(run_id: str, repo: Path | None = None, gpu_tolerance: float = 1e-3, keep: Path | None = None) -> dict:
     """Re-run ``run_id`` on its recorded commit and config; ``reproduced`` says whether the figures agree."""
-    from frugalrl.tracking import registry_client
-
     client = registry_client()
     try:
         run = client.get_run(run_id)

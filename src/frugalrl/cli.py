@@ -312,7 +312,7 @@ def _log_latent_files(config: object, encoder: str, name: str, files: list[Path]
     """One MLflow run holding an encoder's probe figures or picture, tagged with the encoder it describes."""
     import mlflow
 
-    from frugalrl.tracking import RunTracker
+    from frugalrl.tracking.runs import RunTracker
 
     with RunTracker(config, run_name=name) as tracker:
         mlflow.set_tag("frugalrl.encoder", encoder)

@@ -67,7 +67,7 @@ def _check_box2d() -> str:
 def _check_mlflow() -> str:
     import mlflow
 
-    from frugalrl.tracking import check_tracking, tracking_uri
+    from frugalrl.tracking.store import check_tracking, tracking_uri
 
     uri = check_tracking(tracking_uri())
     if uri.startswith("sqlite:///"):

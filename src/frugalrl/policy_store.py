@@ -15,7 +15,9 @@ from frugalrl.checkpoint import atomic_write_bytes, load_artifact
 from frugalrl.config import ExperimentConfig, validate_config
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import TrackingError
-from frugalrl.nets.policy import ExportedPolicy, build_actor_critic
+from frugalrl.nets.builders import build_policy
+from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.tracking.artifacts import resolve_artifact
 
 POLICY_FORMAT = "frugalrl-policy-1"
 
@@ -37,36 +39,14 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
     env.close()
     state = blob["state_dict"]
     has_norm = state["obs_mean"].numel() > 0
-    encoder = None
-    if config.latent.enabled:  # the policy acts on the latent of the encoder saved with it
-        from frugalrl.latent.encoder import FrameEncoder
-        from frugalrl.latent.envs import latent_space
-
-        atari = config.env.atari
-        encoder = FrameEncoder(atari.stack_num, atari.img_size, config.latent.latent_dim)
-        obs_space = latent_space(config.latent.latent_dim)
-    if config.algo == "dqn":
-        from frugalrl.nets.qnet import build_q_network
-
-        network = build_q_network(obs_space, act_space, config.policy)
-    elif config.algo == "sac":
-        from frugalrl.algos.sac import build_sac_actor
-
-        network = build_sac_actor(obs_space, act_space, config)
-        if config.policy.adapter is not None:  # a fine-tuned policy: rebuild its adapter, then load
-            from frugalrl.peft.methods import adapt
-            from frugalrl.peft.store import adapter_heads
-
-            adapt(network, config.policy.adapter.method, config.policy.adapter.options, adapter_heads(config))
-    else:
-        network = build_actor_critic(obs_space, act_space, config.policy)
+    parts = build_policy(config, obs_space, act_space)  # latent encoder, network, adapter: as config says
     policy = ExportedPolicy(
-        network,
+        parts.network,
         spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
         obs_mean=state["obs_mean"] if has_norm else None,
         obs_var=state["obs_var"] if has_norm else None,
         clip_obs=config.env.clip_obs,
-        encoder=encoder,
+        encoder=parts.encoder,
     )
     policy.load_state_dict(state)
     return policy.eval(), config
@@ -74,19 +54,17 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
 
 def load_policy(uri: str) -> ExportedPolicy:
     """Load a policy from a path or an MLflow URI (``models:/...``, ``runs:/...``)."""
-    if uri.startswith(("models:/", "runs:/", "m-")):
+    if uri.startswith(("models:/", "runs:/", "m-")):  # m-...: a logged model's id, which MLflow resolves
         import mlflow.pytorch
 
-        from frugalrl.tracking import check_tracking
+        def failed(reason: str) -> str:
+            return f"cannot load model {uri} from MLflow ({reason[:160]}); check the name and alias with the MLflow UI"
 
-        mlflow.set_tracking_uri(check_tracking())
+        local = resolve_artifact(uri, None, "model", "check the name and alias with the MLflow UI", fetch_error=failed)
         try:
-            policy = mlflow.pytorch.load_model(uri, map_location="cpu")
+            policy = mlflow.pytorch.load_model(str(local), map_location="cpu")
         except Exception as exc:
-            raise TrackingError(
-                f"cannot load model {uri} from MLflow ({str(exc).splitlines()[0][:160]}); "
-                "check the name and alias with the MLflow UI"
-            ) from None
+            raise TrackingError(failed(str(exc).splitlines()[0])) from None
         if not isinstance(policy, ExportedPolicy):
             raise TrackingError(f"model {uri} is a {type(policy).__name__}, not a frugalrl policy")
         return policy.eval()

@@ -7,22 +7,23 @@ so every step can also run, and be tested, without Kubeflow.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from frugalrl.config import ExperimentConfig, config_from_yaml_text
 from frugalrl.errors import PipelineFailed
-from frugalrl.tracking import PIPELINE_RUN_ENV
+from frugalrl.tracking.artifacts import resolve_artifact
+from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
+from frugalrl.tracking.registry import gate_promotion, register_model
+from frugalrl.tracking.store import check_tracking
 
 
 def train_step(config_yaml: str, overrides: list[str], out_dir: str, pipeline_run_id: str = "none") -> dict[str, Any]:
     """Train from config text; the run directory is ``out_dir``. Returns summary.json's content."""
     from frugalrl.train import train
 
-    os.environ[PIPELINE_RUN_ENV] = pipeline_run_id
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    return train(config, out_dir, interactive=False)
+    return train(config, out_dir, interactive=False, pipeline_run_id=pipeline_run_id)
 
 
 def collect_step(config_yaml: str, overrides: list[str], dataset_path: str) -> dict[str, Any]:
@@ -66,9 +67,8 @@ def peft_compare_step(
     adapted policy, a run directory the evaluate and register steps read like any other."""
     from frugalrl.peft.compare import compare
 
-    os.environ[PIPELINE_RUN_ENV] = pipeline_run_id
     config = config_from_yaml_text(config_yaml, [*overrides, f"peft.source={base_run_dir}"], source="pipeline config")
-    return compare(config, Path(out_dir))
+    return compare(config, Path(out_dir), pipeline_run_id=pipeline_run_id)
 
 
 def train_distributed_step(
@@ -91,13 +91,12 @@ def train_distributed_step(
     import mlflow
 
     from frugalrl.fusion.pytorchjob import pytorchjob_manifest, submit_pytorchjob
-    from frugalrl.tracking import check_tracking
 
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     name = re.sub(r"[^a-z0-9-]", "-", f"{config.name}-{pipeline_run_id}".lower())[:63].strip("-")
     manifest = pytorchjob_manifest(
         name, f"{name}-config", config.distributed.workers, image,
-        node_selector=node_selector, tolerations=[toleration], env={PIPELINE_RUN_ENV: pipeline_run_id},
+        node_selector=node_selector, tolerations=[toleration], env={PIPELINE_RUN_ENV: pipeline_run_id},  # pods read it
     )  # fmt: skip
     submit_pytorchjob(manifest, config.to_yaml(), namespace)
     mlflow.set_tracking_uri(check_tracking())
@@ -111,7 +110,11 @@ def train_distributed_step(
     )
     if not runs:
         raise PipelineFailed(f"PyTorchJob {name} finished but logged no MLflow run; check its master's log")
-    mlflow.artifacts.download_artifacts(run_id=runs[0].info.run_id, artifact_path="run", dst_path=out_dir)
+    run_id = runs[0].info.run_id
+    resolve_artifact(
+        f"runs:/{run_id}/run", None, "run", "check its master's log", dest=Path(out_dir),
+        fetch_error=lambda reason: f"PyTorchJob {name}: cannot fetch run {run_id}'s run/ artifacts ({reason[:160]})",
+    )  # fmt: skip
     for path in (Path(out_dir) / "run").iterdir():
         path.rename(Path(out_dir) / path.name)
     return json.loads((Path(out_dir) / "summary.json").read_text())
@@ -133,8 +136,8 @@ def tune_step(
     """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``)."""
     from frugalrl.tuning import tune
 
-    os.environ[PIPELINE_RUN_ENV] = pipeline_run_id
-    return tune(_study_per_pipeline_run(config_yaml, overrides, pipeline_run_id), Path(out_dir), worker)
+    config = _study_per_pipeline_run(config_yaml, overrides, pipeline_run_id)
+    return tune(config, Path(out_dir), worker, pipeline_run_id=pipeline_run_id)
 
 
 def tune_best_step(config_yaml: str, overrides: list[str], pipeline_run_id: str = "none") -> list[str]:
@@ -162,7 +165,6 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     """
     from frugalrl.config import load_config
     from frugalrl.errors import TrackingError
-    from frugalrl.tracking import gate_promotion, pretrained_inputs, register_model
 
     summary = json.loads((Path(run_dir) / "summary.json").read_text())
     model_uri, run_id = summary.get("model_uri"), summary.get("mlflow_run_id")
@@ -191,8 +193,6 @@ def report_step(
     run_id = inputs[0].summary.get("mlflow_run_id") if inputs else None
     if run_id:
         import mlflow
-
-        from frugalrl.tracking import check_tracking
 
         mlflow.set_tracking_uri(check_tracking())
         with mlflow.start_run(run_id=run_id):

@@ -182,19 +182,21 @@ def train(
     resume: bool = False,
     interactive: bool | None = None,
     on_update: Callable[[Learner, dict[str, float]], None] | None = None,
+    pipeline_run_id: str | None = None,
 ) -> dict[str, Any]:
     """Train a policy as ``config`` says; write the run directory; return the summary.
 
     ``resume=True`` continues from ``out_dir/checkpoint.pt``; ``interactive`` forces the rich
     progress bar on or off (default: on when stdout is a terminal). ``on_update(agent, metrics)``
     runs after every update (the tuner reports intermediate values and prunes from there).
+    ``pipeline_run_id`` tags the MLflow run with the pipeline run it belongs to.
     """
     if config.latent.enabled:  # the latent curriculum has its own loop (two rollout sources)
         if resume:
             raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
         from frugalrl.latent.train import train_latent
 
-        return train_latent(config, out_dir, interactive)
+        return train_latent(config, out_dir, interactive, pipeline_run_id=pipeline_run_id)
     out = Path(out_dir)
     sync = None
     if under_torchrun():  # one of N workers: gradients are fused; rank 0 alone reports and checkpoints
@@ -234,7 +236,8 @@ def train(
     if config.tracking.enabled:
         from frugalrl.tracking import RunTracker
 
-        tracker_cm = RunTracker(config, run_id=state.get("mlflow_run_id") if state else None)
+        resume_id = state.get("mlflow_run_id") if state else None
+        tracker_cm = RunTracker(config, run_id=resume_id, pipeline_run_id=pipeline_run_id)
 
     metrics_log = (out / "metrics.jsonl").open("a")
     try:

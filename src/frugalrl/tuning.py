@@ -139,8 +139,10 @@ def make_objective(config: ExperimentConfig, out: Path) -> Any:
     return objective
 
 
-def tune(config: ExperimentConfig, out: Path, worker: int = 0) -> dict[str, Any]:
-    """Run this worker's share of the study; write ``DIR/best.json``; return the best trial."""
+def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: str | None = None) -> dict[str, Any]:
+    """Run this worker's share of the study; write ``DIR/best.json``; return the best trial.
+
+    ``pipeline_run_id`` tags the worker's MLflow run with the pipeline run it belongs to."""
     import optuna
     from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
@@ -176,7 +178,7 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0) -> dict[str, Any]
 
         from frugalrl.tracking import RunTracker, check_tracking
 
-        with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}"):
+        with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}", pipeline_run_id=pipeline_run_id):
             callbacks.append(
                 MLflowCallback(
                     tracking_uri=check_tracking(), metric_name=tuning.metric, create_experiment=False,

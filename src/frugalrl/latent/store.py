@@ -16,6 +16,7 @@ import torch
 from frugalrl.checkpoint import atomic_write_bytes, load_artifact
 from frugalrl.latent.encoder import FrameDecoder, FrameEncoder
 from frugalrl.latent.world_model import LatentWorldModel
+from frugalrl.tracking.artifacts import resolve_artifact
 
 ENCODER_FORMAT = "frugalrl-encoder-v1"
 
@@ -61,10 +62,5 @@ def load_latent_file(path: Path) -> LatentModels:
 
 def load_latent(uri: str | Path) -> LatentModels:
     """From a path, a run directory, or an MLflow ``models:/`` / ``runs:/`` URI."""
-    uri = str(uri)
-    if not uri.startswith(("models:/", "runs:/")):
-        return load_latent_file(Path(uri))
-    from frugalrl.tracking import fetch_artifact_file
-
     fix = "register one with `frugalrl pretrain encoder`"
-    return load_latent_file(fetch_artifact_file(uri, "encoder.pt", "encoder", fix))
+    return load_latent_file(resolve_artifact(uri, "encoder.pt", "encoder", fix))

@@ -183,7 +183,9 @@ def _source_configs(config: ExperimentConfig) -> tuple[ExperimentConfig, Experim
     return validate_config(real, "latent.real_batch_size"), validate_config(virtual, "latent.virtual_batch_size")
 
 
-def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: bool | None = None) -> dict[str, Any]:
+def train_latent(
+    config: ExperimentConfig, out_dir: str | Path, interactive: bool | None = None, pipeline_run_id: str | None = None
+) -> dict[str, Any]:
     """Run the latent curriculum; writes the run directory like ``train`` (plus encoder.pt)."""
     from frugalrl.envs.registry import is_atari
     from frugalrl.train import finish_run, start_run_dir
@@ -228,7 +230,7 @@ def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: boo
     if config.tracking.enabled:
         from frugalrl.tracking import RunTracker
 
-        tracker_cm = RunTracker(config)
+        tracker_cm = RunTracker(config, pipeline_run_id=pipeline_run_id)
     metrics_log = (out / "metrics.jsonl").open("a")
     try:
         with tracker_cm as tracker, TrainingProgress(total, 0, config.log_every_updates, interactive) as progress:

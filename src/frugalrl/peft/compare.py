@@ -195,12 +195,18 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def compare(
-    config: ExperimentConfig, out: Path, workers: int = 1, resume: bool = False, report_only: bool = False
+    config: ExperimentConfig,
+    out: Path,
+    workers: int = 1,
+    resume: bool = False,
+    report_only: bool = False,
+    pipeline_run_id: str | None = None,
 ) -> dict[str, Any]:
     """Run the comparison a config's ``peft`` section describes; write DIR; return the summary.
 
     ``resume`` continues an interrupted comparison in DIR (same config): finished runs are kept,
     the rest run. ``report_only`` writes the table from the runs finished so far, running none.
+    ``pipeline_run_id`` tags the MLflow runs (the source's, the comparison's) with their pipeline run.
     """
     from frugalrl.config import load_config
     from frugalrl.train import start_run_dir, train, write_json
@@ -230,7 +236,7 @@ def compare(
         source_uri = str(out / "source")
         source = load_source(source_uri)
     if source is None:
-        train(config.model_copy(update={"peft": None}), out / "source")
+        train(config.model_copy(update={"peft": None}), out / "source", pipeline_run_id=pipeline_run_id)
         source_uri = str(out / "source")
         source = load_source(source_uri)
     check_methods(source, config)
@@ -275,7 +281,7 @@ def compare(
         "table": table,
     }
     if config.tracking.enabled:
-        summary["mlflow_run_id"] = _log(config, out, table, summary, adapted)
+        summary["mlflow_run_id"] = _log(config, out, table, summary, adapted, pipeline_run_id)
     if adapted is not None:  # best/summary.json names the MLflow model registration picks up (none untracked)
         run_id, model_uri = summary.get("mlflow_run_id"), summary.pop("best_model_uri", None)
         best_summary = _best_summary(adapted[1], source_uri, best, peft.targets[0], run_id, model_uri)
@@ -318,7 +324,7 @@ def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) ->
 def _best_summary(
     config: ExperimentConfig, source_uri: str, method: str, target: PeftTarget, run_id: str | None, uri: str | None
 ) -> dict[str, Any]:
-    from frugalrl.tracking import git_commit, lineage_source
+    from frugalrl.tracking.provenance import git_commit, lineage_source
 
     lineage = {"frugalrl.lineage.peft_source": lineage_source(source_uri), "frugalrl.peft.method": method,
                "frugalrl.peft.target": target.name}  # fmt: skip
@@ -326,14 +332,16 @@ def _best_summary(
             "mlflow_run_id": run_id, "model_uri": uri, "lineage": lineage}  # fmt: skip
 
 
-def _log(config: ExperimentConfig, out: Path, table: list[dict], summary: dict, adapted: Any) -> str:
+def _log(
+    config: ExperimentConfig, out: Path, table: list[dict], summary: dict, adapted: Any, pipeline_run_id: str | None
+) -> str:
     """One MLflow run: each method's figures as metrics, the table, plot and every adapter as artifacts;
     the best adapted policy as an MLflow model (``summary["best_model_uri"]``), for registration."""
     import mlflow
 
-    from frugalrl.tracking import RunTracker
+    from frugalrl.tracking.runs import RunTracker
 
-    with RunTracker(config, run_name=f"{config.name}-peft-compare") as tracker:
+    with RunTracker(config, run_name=f"{config.name}-peft-compare", pipeline_run_id=pipeline_run_id) as tracker:
         for r in table:
             prefix = f"{r['target']}.{r['method']}"
             keys = ("eval_mean", "return_pct_of_full", "flops_pct_of_full", "trainable_pct", "forgetting_pct")

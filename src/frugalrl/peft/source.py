@@ -15,6 +15,8 @@ from typing import Any
 from frugalrl.checkpoint import load_checkpoint
 from frugalrl.config import ExperimentConfig, load_config
 from frugalrl.errors import ConfigError, TrackingError
+from frugalrl.tracking.artifacts import resolve_artifact
+from frugalrl.tracking.registry import registry_client
 
 
 class SourceMissing(TrackingError):
@@ -37,11 +39,7 @@ def run_directory(uri: str) -> Path:
     or the ``run/`` artifacts of the MLflow run behind ``models:/NAME@ALIAS``, ``models:/NAME/VERSION``
     or ``runs:/RUN_ID``."""
     if not uri.startswith(("models:/", "runs:/")):
-        return Path(uri)
-    import mlflow.artifacts
-
-    from frugalrl.tracking import registry_client
-
+        return resolve_artifact(uri, None, "peft.source", "pass a frugalrl SAC run directory")
     client = registry_client()  # an unreachable server fails here, with its own message
     try:
         if uri.startswith("models:/"):
@@ -56,14 +54,11 @@ def run_directory(uri: str) -> Path:
             run_id = uri.removeprefix("runs:/").split("/")[0]
     except Exception as exc:
         raise SourceMissing(f"{uri} is not in the MLflow registry ({str(exc).splitlines()[0][:120]})") from None
-    try:
-        return Path(mlflow.artifacts.download_artifacts(artifact_uri=f"runs:/{run_id}/run"))
-    except Exception as exc:
-        reason = str(exc).splitlines()[0][:160]
-        raise TrackingError(
-            f"cannot fetch the source run behind {uri} ({reason}); check the name and alias, "
-            "or pass the run directory as peft.source"
-        ) from None
+    return resolve_artifact(
+        f"runs:/{run_id}/run", None, "source run", "pass the run directory as peft.source",
+        fetch_error=lambda reason: f"cannot fetch the source run behind {uri} ({reason[:160]}); check the name and "
+        "alias, or pass the run directory as peft.source",
+    )  # fmt: skip
 
 
 def load_source(uri: str) -> SourceRun:

@@ -17,8 +17,13 @@ import torch
 
 from frugalrl.checkpoint import atomic_write_bytes, load_artifact
 from frugalrl.config import AdapterSpec, ExperimentConfig
-from frugalrl.errors import CheckpointError, TrackingError
+from frugalrl.errors import CheckpointError
+from frugalrl.nets.builders import PolicyParts, register_builder
 from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.peft.methods import adapt
+from frugalrl.peft.source import run_directory
+from frugalrl.policy_store import load_policy_file
+from frugalrl.tracking.artifacts import resolve_artifact
 
 ADAPTER_FORMAT = "frugalrl-adapter-1"
 ADAPTER_FILE = "adapter.pt"
@@ -30,38 +35,20 @@ def save_adapter(path: Path, method: str, options: dict[str, Any], state: dict[s
     atomic_write_bytes(Path(path), buffer.getvalue())
 
 
-def _local(uri: str) -> Path:
-    if not uri.startswith(("runs:/", "models:/", "mlflow-artifacts:")):
-        return Path(uri)
-    import mlflow
-    import mlflow.artifacts
-
-    from frugalrl.tracking import check_tracking
-
-    mlflow.set_tracking_uri(check_tracking())
-    try:
-        return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
-    except Exception as exc:
-        reason = str(exc).splitlines()[0][:160]
-        raise TrackingError(f"cannot fetch adapter {uri} from MLflow ({reason}); check the run id and path") from None
-
-
 def load_adapter(uri: str) -> dict[str, Any]:
     """An adapter file (a path, its directory, or an MLflow artifact URI)."""
-    return load_artifact(
-        _local(uri),
-        ADAPTER_FILE,
-        ADAPTER_FORMAT,
-        "adapter file",
-        "pass an adapter.pt written by `frugalrl peft compare`",
-    )
+    fix = "pass an adapter.pt written by `frugalrl peft compare`"
+
+    def failed(reason: str) -> str:
+        return f"cannot fetch adapter {uri} from MLflow ({reason[:160]}); check the run id and path"
+
+    # The whole download: load_artifact looks for adapter.pt in a directory, as for a local one.
+    local = resolve_artifact(uri, None, "adapter", fix, fetch_error=failed)
+    return load_artifact(local, ADAPTER_FILE, ADAPTER_FORMAT, "adapter file", fix)
 
 
 def apply_adapter(base_uri: str, adapter_uri: str) -> tuple[ExportedPolicy, ExperimentConfig]:
     """The base policy (a run directory, policy.pt or MLflow URI of a SAC run) with the adapter loaded."""
-    from frugalrl.peft.source import run_directory
-    from frugalrl.policy_store import load_policy_file
-
     blob = load_adapter(adapter_uri)
     policy, config = load_policy_file(run_directory(base_uri))
     if config.policy.adapter is not None:
@@ -83,8 +70,6 @@ def apply_adapter(base_uri: str, adapter_uri: str) -> tuple[ExportedPolicy, Expe
 def _rebuild(policy: ExportedPolicy, config: ExperimentConfig) -> tuple[torch.nn.Module, Any]:
     import copy
 
-    from frugalrl.peft.methods import adapt
-
     network = copy.deepcopy(policy.actor_critic)
     spec = config.policy.adapter
     return network, adapt(network, spec.method, spec.options, adapter_heads(config))
@@ -97,3 +82,12 @@ def adapter_heads(config: ExperimentConfig) -> list[str]:
     from frugalrl.peft.finetune import ACTOR_HEADS
 
     return ACTOR_HEADS
+
+
+def _build_adapter(parts: PolicyParts) -> None:
+    """A fine-tuned policy: the adapter its config names, on the freshly built network (weights load after)."""
+    spec = parts.config.policy.adapter
+    adapt(parts.network, spec.method, spec.options, adapter_heads(parts.config))
+
+
+register_builder("adapter", _build_adapter)

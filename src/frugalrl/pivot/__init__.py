@@ -7,7 +7,6 @@ evaluator on labelled rollouts of baseline PPO before the main run.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from frugalrl.config import PivotConfig
@@ -19,16 +18,13 @@ from frugalrl.pivot.evaluator import (
     save_evaluator,
 )
 from frugalrl.pivot.scheduler import ImportanceSelector, fit_evaluator
+from frugalrl.tracking.artifacts import resolve_artifact
 
 
 def load_evaluator_uri(uri: str) -> ImportanceEvaluator:
     """An evaluator from a path (file or run directory) or an MLflow model URI (``models:/...``)."""
-    if not uri.startswith(("models:/", "runs:/")):
-        return load_evaluator(Path(uri))
-    from frugalrl.tracking import fetch_artifact_file
-
     fix = "register one with `frugalrl pretrain evaluator`"
-    return load_evaluator(fetch_artifact_file(uri, "evaluator.pt", "evaluator", fix))
+    return load_evaluator(resolve_artifact(uri, "evaluator.pt", "evaluator", fix))
 
 
 def initial_evaluator(config: PivotConfig, obs_space: Any) -> tuple[ImportanceEvaluator, str]:

@@ -188,7 +188,7 @@ def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | 
 
 def _log_evaluator(config: ExperimentConfig, out: Path, evaluator: ImportanceEvaluator, summary: dict) -> dict:
     """MLflow run with the metrics and files; registers ``<task>-evaluator`` (score: held-out Spearman)."""
-    from frugalrl.tracking import log_and_register
+    from frugalrl.tracking.registry import log_and_register
 
     files = [out / "metrics.json", out / "evaluator.pt"]
     run_name = f"{config.name}-evaluator"

@@ -1,0 +1,113 @@
+"""Provenance: the tags that tie a run to its code, packages, image, pretrained inputs and pipeline run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from frugalrl import __version__
+from frugalrl.config import ExperimentConfig
+
+# How a container step receives its pipeline run id from outside (the PyTorchJob pods set it);
+# in-process callers pass ``pipeline_run_id`` explicitly instead.
+PIPELINE_RUN_ENV = "FRUGALRL_PIPELINE_RUN_ID"
+AUDITED_PACKAGES = ("torch", "numpy", "gymnasium", "ale-py", "mujoco", "mlflow", "optuna", "peft", "kfp")
+IMAGE_DIGEST_ENV = "FRUGALRL_IMAGE_DIGEST"
+
+
+def git_commit(path: Path | None = None) -> str:
+    """The commit of the frugalrl checkout, or ``unknown`` outside a git tree."""
+    commit = os.environ.get("FRUGALRL_GIT_COMMIT")
+    if commit:
+        return commit
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=path or Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def git_dirty(path: Path | None = None) -> bool:
+    """Whether the checkout has uncommitted changes to tracked files (then the commit alone does not reproduce)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=path or Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5, check=True,
+        )  # fmt: skip
+        return bool(out.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def package_versions(names: Sequence[str] = AUDITED_PACKAGES) -> dict[str, str]:
+    """Installed version of each distribution in ``names`` ("absent" when not installed)."""
+    from importlib import metadata
+
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def lineage_source(reference: str) -> str:
+    """Where a pretrained input came from, as an MLflow URI when it has one.
+
+    A registry or run URI stays as it is; a local directory (a pipeline artifact) is named by
+    the model URI its summary.json recorded, so the registry links the policy to it.
+    """
+    if reference.startswith(("models:/", "runs:/")):
+        return reference
+    summary = Path(reference) / "summary.json"
+    if summary.is_file():
+        recorded = json.loads(summary.read_text())
+        return recorded.get("model_uri") or recorded.get("registered_uri") or reference
+    return reference
+
+
+def pretrained_inputs(config: ExperimentConfig) -> dict[str, str]:
+    """Lineage tags naming the encoder, evaluator or source policy a run was built on."""
+    tags = {}
+    if config.latent.enabled and config.latent.encoder_from:
+        tags["frugalrl.lineage.encoder"] = lineage_source(config.latent.encoder_from)
+    if config.pivot.evaluator_from:
+        tags["frugalrl.lineage.evaluator"] = lineage_source(config.pivot.evaluator_from)
+    if config.peft is not None and config.peft.source:
+        tags["frugalrl.lineage.peft_source"] = lineage_source(config.peft.source)
+    return tags
+
+
+def lineage_tags(config: ExperimentConfig, pipeline_run_id: str | None = None) -> dict[str, str]:
+    """Tags that tie a run to its code, config, seed, packages, image, pretrained inputs and pipeline run.
+
+    ``pipeline_run_id`` is the pipeline run the caller works for; ``None`` falls back to
+    ``FRUGALRL_PIPELINE_RUN_ID`` (set on a container from outside), then to ``none``.
+    """
+    if pipeline_run_id is None:
+        pipeline_run_id = os.environ.get(PIPELINE_RUN_ENV, "none")
+    packages = {f"frugalrl.pkg.{name}": version for name, version in package_versions().items()}
+    return {
+        **packages,
+        **pretrained_inputs(config),
+        "frugalrl.image_digest": os.environ.get(IMAGE_DIGEST_ENV, "unknown"),
+        "frugalrl.git_dirty": str(git_dirty()).lower(),
+        "frugalrl.git_commit": git_commit(),
+        "frugalrl.config_hash": config.hash(),
+        "frugalrl.seed": str(config.seed),
+        "frugalrl.version": __version__,
+        "frugalrl.env_id": config.env.id,
+        "frugalrl.algo": config.algo,
+        "frugalrl.pipeline_run_id": pipeline_run_id,
+    }

@@ -1,0 +1,164 @@
+"""The model registry: register a version, then let it challenge the ``champion`` alias.
+
+Two promotion paths share one champion routine (``challenge``): ``promote_if_better``
+(pretrained encoders and evaluators: plain score comparison) and ``gate_promotion``
+(policies: the statistical gate of ``frugalrl.promotion``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from frugalrl.config import ExperimentConfig, PromotionConfig
+from frugalrl.promotion import GateDecision, decide
+from frugalrl.tracking.runs import RunTracker
+from frugalrl.tracking.store import check_tracking
+
+
+def registry_client() -> Any:
+    import mlflow
+    from mlflow import MlflowClient
+
+    mlflow.set_tracking_uri(check_tracking())
+    return MlflowClient()
+
+
+def task_name(env_id: str) -> str:
+    """``ALE/Breakout-v5`` -> ``breakout``, ``CartPole-v1`` -> ``cartpole``: the prefix of registered names."""
+    return env_id.split("/")[-1].split("-v")[0].lower()
+
+
+def register_model(
+    model_uri: str, name: str, run_id: str, score: float, score_name: str, tags: dict[str, str] | None = None
+) -> str:
+    """Register ``model_uri`` as a new version of ``name``, tagged with the score promotion compares.
+
+    ``score`` is the evaluation mean return for policies, the held-out Spearman correlation for
+    importance evaluators. Returns the new version number.
+    """
+    import mlflow
+
+    client = registry_client()
+    version = mlflow.register_model(model_uri, name, tags={"frugalrl.run_id": run_id, **(tags or {})})
+    client.set_model_version_tag(name, version.version, "frugalrl.score", f"{score:.6f}")
+    client.set_model_version_tag(name, version.version, "frugalrl.score_name", score_name)
+    return str(version.version)
+
+
+def challenge(client: Any, name: str, version: str) -> Any | None:
+    """Alias ``version`` as ``challenger``; return the current ``champion`` version (``None``: none yet)."""
+    client.set_registered_model_alias(name, "challenger", version)
+    try:
+        return client.get_model_version_by_alias(name, "champion")
+    except Exception:  # no alias, or no such model yet: either way there is no champion
+        return None
+
+
+def promote_if_better(name: str, version: str, score: float) -> dict[str, Any]:
+    """Alias ``version`` as ``challenger``; move ``champion`` to it if it beats the champion.
+
+    Returns the decision and its evidence. The first registered version becomes champion.
+    (A statistical gate replaces the plain comparison in the production pipeline.)
+    """
+    client = registry_client()
+    champion = challenge(client, name, version)
+    if champion is None:
+        client.set_registered_model_alias(name, "champion", version)
+        return {
+            "promoted": True,
+            "reason": "first model: no champion yet",
+            "champion_version": version,
+            "challenger_score": score,
+            "champion_score": None,
+        }
+    champion_score = float(champion.tags.get("frugalrl.score", "-inf"))
+    promoted = score > champion_score
+    if promoted:
+        client.set_registered_model_alias(name, "champion", version)
+    return {
+        "promoted": promoted,
+        "reason": f"challenger {score:.2f} {'>' if promoted else '<='} champion {champion_score:.2f}",
+        "champion_version": version if promoted else str(champion.version),
+        "challenger_score": score,
+        "champion_score": champion_score,
+    }
+
+
+def gate_promotion(
+    name: str, version: str, run_id: str, returns: list[float], eval_seed: int, promotion: PromotionConfig
+) -> dict[str, Any]:
+    """Alias ``version`` as ``challenger``; move ``champion`` to it only if ``frugalrl.promotion``'s test says so.
+
+    The evaluation returns and their seed are stored as version tags, so the next challenger is
+    compared on the same seeds; the decision and its evidence go to the version's tags and to
+    the challenger's MLflow run.
+    """
+    client = registry_client()
+    champion = challenge(client, name, version)
+    client.set_model_version_tag(name, version, "frugalrl.eval_returns", json.dumps([round(r, 4) for r in returns]))
+    client.set_model_version_tag(name, version, "frugalrl.eval_seed", str(eval_seed))
+    if champion is not None and champion.tags.get("frugalrl.eval_seed") != str(eval_seed):
+        decision = GateDecision(
+            False, f"champion v{champion.version} was evaluated on other seeds: not comparable, champion kept",
+            "none", float(sum(returns) / len(returns)), None, None, None, None, None, len(returns), 0,
+        )  # fmt: skip
+    else:
+        theirs = json.loads(champion.tags["frugalrl.eval_returns"]) if champion is not None else None
+        decision = decide(returns, theirs, promotion)
+    if decision.promoted:
+        client.set_registered_model_alias(name, "champion", version)
+    client.set_model_version_tag(name, version, "frugalrl.promotion", decision.reason[:5000])
+    client.set_tag(run_id, "frugalrl.promotion", decision.reason[:5000])
+    client.set_tag(run_id, "frugalrl.promoted", str(decision.promoted).lower())
+    for key in ("p_value", "difference", "ci_low", "ci_high"):
+        value = getattr(decision, key)
+        if value is not None:
+            client.log_metric(run_id, f"promotion_{key}", float(value))
+    return {
+        **decision.as_dict(),
+        "champion_version": version if decision.promoted or champion is None else str(champion.version),
+        "challenger_score": decision.challenger_mean,
+        "champion_score": decision.champion_mean,
+    }
+
+
+def log_and_register(
+    config: ExperimentConfig,
+    run_name: str,
+    summary: dict[str, Any],
+    files: list[Path],
+    model: Any,
+    kind: str,
+    score_key: str,
+    score_name: str,
+) -> dict[str, Any]:
+    """One MLflow run for a pretrained model (encoder, evaluator): numeric summary as metrics, the
+    files as artifacts, the module as a pickled MLflow PyTorch model carrying ``files[-1]``, then
+    registration as ``<task>-<kind>`` with ``summary[score_key]`` as its score, tagged ``score_name``
+    (alias ``champion`` moves when it improves)."""
+    import mlflow
+    import mlflow.pytorch
+    import torch
+
+    with RunTracker(config, run_name=run_name) as tracker:
+        numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        tracker.log_metrics(numeric, step=0)
+        mlflow.set_tag("frugalrl.dataset_sha256", summary["dataset_sha256"])
+        for path in files:
+            tracker.log_artifact(path, artifact_path=kind)
+        info = mlflow.pytorch.log_model(
+            model,
+            name=kind,
+            serialization_format="pickle",
+            extra_files=[str(files[-1])],
+            pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
+        )
+        run_id = tracker.run_id
+    name = f"{task_name(config.env.id)}-{kind}"
+    score = float(summary[score_key])
+    version = register_model(info.model_uri, name, run_id, score, score_name)
+    decision = promote_if_better(name, version, score)
+    return {"mlflow_run_id": run_id, "model_uri": info.model_uri, "registered_model": name,
+            "registered_version": version, "promoted": decision["promoted"]}  # fmt: skip

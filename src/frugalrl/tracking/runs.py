@@ -1,0 +1,84 @@
+"""One MLflow run: parameters, lineage tags, metrics, artifacts and the logged policy model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from frugalrl import __version__
+from frugalrl.config import ExperimentConfig, flatten
+from frugalrl.errors import TrackingError
+from frugalrl.tracking.provenance import lineage_tags
+from frugalrl.tracking.store import check_tracking
+
+
+class RunTracker:
+    """One MLflow run. Use as a context manager; the run ends FAILED if the block raises.
+
+    ``pipeline_run_id`` names the pipeline run this run belongs to (its ``frugalrl.pipeline_run_id``
+    tag); ``None`` leaves it to ``lineage_tags``' fallback.
+    """
+
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        run_id: str | None = None,
+        run_name: str | None = None,
+        pipeline_run_id: str | None = None,
+    ):
+        import mlflow
+
+        self.mlflow = mlflow
+        self.config = config
+        self.uri = check_tracking()
+        mlflow.set_tracking_uri(self.uri)
+        self._resume_id = run_id
+        self._run_name = run_name or config.name
+        self._pipeline_run_id = pipeline_run_id
+        self.run_id: str | None = None
+
+    def __enter__(self) -> RunTracker:
+        mlflow = self.mlflow
+        try:
+            mlflow.set_experiment(self.config.tracking.experiment)
+            run = mlflow.start_run(run_id=self._resume_id, run_name=None if self._resume_id else self._run_name)
+        except Exception as exc:
+            raise TrackingError(
+                f"MLflow store {self.uri} cannot start a run ({str(exc).splitlines()[0][:160]})"
+            ) from None
+        self.run_id = run.info.run_id
+        if self._resume_id is None:
+            params = {key: str(value)[:500] for key, value in flatten(self.config.to_dict()).items()}
+            mlflow.log_params(params)
+        mlflow.set_tags(lineage_tags(self.config, self._pipeline_run_id))
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.mlflow.end_run(status="FINISHED" if exc_type is None else "FAILED")
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        clean = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and np.isfinite(v)}
+        self.mlflow.log_metrics(clean, step=step)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
+
+    def log_policy(self, policy: Any, input_example: np.ndarray) -> str:
+        """Log the exported policy as an MLflow PyTorch model; returns its model URI."""
+        import mlflow.pytorch
+        import torch
+
+        # Pickle format and explicit requirements: skips torch.export and a slow
+        # requirements-inference subprocess (together ~10 s per run on a small CPU).
+        requirements = [f"frugalrl=={__version__}", f"torch=={torch.__version__.split('+')[0]}"]
+        info = mlflow.pytorch.log_model(
+            policy,
+            name="policy",
+            input_example=input_example,
+            serialization_format="pickle",
+            pip_requirements=requirements,
+        )
+        self.mlflow.set_tag("frugalrl.policy_uri", info.model_uri)
+        return info.model_uri

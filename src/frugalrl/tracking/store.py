@@ -1,0 +1,52 @@
+"""The MLflow tracking store: where it is, and whether it answers before any work starts.
+
+The tracking URI comes from ``MLFLOW_TRACKING_URI``; without it, ``sqlite:///mlflow.db`` in
+the working directory (made absolute, so pipeline steps in other directories share it).
+``check_tracking`` fails fast with a one-line ``TrackingError`` before any training starts.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from frugalrl.errors import TrackingError
+
+
+def tracking_uri() -> str:
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if uri:
+        return uri
+    return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
+
+
+def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
+    """Make sure the tracking store answers; return the URI. Raises ``TrackingError``."""
+    uri = uri or tracking_uri()
+    if uri.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout_s) as response:
+                if response.status != 200:
+                    raise TrackingError(
+                        f"MLflow server {uri} answered HTTP {response.status} on /health; check the server"
+                    )
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise TrackingError(
+                f"MLflow server {uri} is unreachable ({reason}); start it or unset MLFLOW_TRACKING_URI "
+                "to use the local sqlite store"
+            ) from None
+    elif uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///"))
+        if not db.is_absolute():
+            db = Path.cwd() / db
+        folder = db.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise TrackingError(
+                f"MLflow store {uri}: folder {folder} is missing or not writable; fix MLFLOW_TRACKING_URI"
+            )
+    elif uri.startswith(("postgresql", "mysql", "file:", "databricks")) or "://" not in uri:
+        pass  # the mlflow client reports these itself on first use
+    return uri
