@@ -83,3 +83,8 @@ def motion_mask(frames: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(x[:, :1])
     change = (x[:, 1:] - x[:, :-1]).abs().amax(dim=1, keepdim=True)
     return (change > 8.0).float()  # a few grey levels of resize noise are not motion
+
+
+def encode(encoder: FrameEncoder, frames: torch.Tensor, batch: int = 512) -> torch.Tensor:
+    """``encoder`` over ``frames`` in batches of ``batch`` (bounds the activation memory)."""
+    return torch.cat([encoder(frames[i : i + batch]) for i in range(0, len(frames), batch)]) if len(frames) else frames

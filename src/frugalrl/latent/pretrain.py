@@ -31,9 +31,10 @@ import torch.nn.functional as F
 from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
-from frugalrl.latent.dataset import FrameDataset
-from frugalrl.latent.encoder import FrameDecoder, FrameEncoder, motion_mask, psnr_db
-from frugalrl.latent.store import LatentModels
+from frugalrl.latent.dataset import FrameDataset, collect_frames, load_dataset
+from frugalrl.latent.encoder import FrameDecoder, FrameEncoder, encode, motion_mask, psnr_db
+from frugalrl.latent.probe import probe_latent
+from frugalrl.latent.store import LatentModels, save_latent
 from frugalrl.latent.world_model import LatentWorldModel, reward_class
 
 
@@ -116,10 +117,6 @@ def encoder_step_loss(models: LatentModels, batch: dict[str, torch.Tensor], conf
 
 
 @torch.no_grad()
-def encode(encoder: FrameEncoder, frames: torch.Tensor, batch: int = 512) -> torch.Tensor:
-    return torch.cat([encoder(frames[i : i + batch]) for i in range(0, len(frames), batch)]) if len(frames) else frames
-
-
 def fit_world_model(
     models: LatentModels, sampler: TransitionSampler, config: ExperimentConfig, meter: CostMeter, steps: int
 ) -> float:
@@ -274,10 +271,6 @@ def pretrain_encoder(
     Writes ``dataset.npz`` (when collected), ``encoder.pt``, ``metrics.json`` and ``summary.json``
     to ``out_dir`` and registers ``<game>-encoder`` (version score: the ball probe R^2).
     """
-    from frugalrl.latent.dataset import collect_frames, load_dataset
-    from frugalrl.latent.probe import probe_latent
-    from frugalrl.latent.store import save_latent
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if config.threads > 0:
@@ -320,7 +313,7 @@ def pretrain_encoder(
 def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summary: dict) -> dict:
     """MLflow run with the metrics and files; registers ``<game>-encoder`` (score: the ball probe R^2,
     or the PSNR when the probe was skipped)."""
-    from frugalrl.tracking import log_and_register
+    from frugalrl.tracking.registry import log_and_register
 
     key, name = ("ball_r2_mlp", "ball_probe_r2") if "ball_r2_mlp" in summary else ("psnr_db", "psnr_db")
     files = [out / "metrics.json", out / "encoder.pt"]

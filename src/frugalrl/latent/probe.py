@@ -21,8 +21,7 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.envs.registry import ale_game_name
 from frugalrl.errors import ConfigError
 from frugalrl.latent.dataset import FrameDataset, collect_frames
-from frugalrl.latent.encoder import FrameEncoder
-from frugalrl.latent.pretrain import encode
+from frugalrl.latent.encoder import FrameEncoder, encode
 from frugalrl.nets.torsos import NatureCNN
 
 PROBE_LABELS: dict[str, dict[str, int]] = {

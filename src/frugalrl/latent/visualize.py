@@ -14,8 +14,7 @@ import torch
 
 from frugalrl.config import ExperimentConfig
 from frugalrl.latent.dataset import collect_frames
-from frugalrl.latent.encoder import psnr_db
-from frugalrl.latent.pretrain import encode
+from frugalrl.latent.encoder import encode, psnr_db
 from frugalrl.latent.store import LatentModels
 
 
