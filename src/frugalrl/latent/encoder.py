@@ -85,6 +85,7 @@ def motion_mask(frames: torch.Tensor) -> torch.Tensor:
     return (change > 8.0).float()  # a few grey levels of resize noise are not motion
 
 
+@torch.no_grad()
 def encode(encoder: FrameEncoder, frames: torch.Tensor, batch: int = 512) -> torch.Tensor:
     """``encoder`` over ``frames`` in batches of ``batch`` (bounds the activation memory)."""
     return torch.cat([encoder(frames[i : i + batch]) for i in range(0, len(frames), batch)]) if len(frames) else frames

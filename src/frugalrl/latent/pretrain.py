@@ -116,7 +116,6 @@ def encoder_step_loss(models: LatentModels, batch: dict[str, torch.Tensor], conf
     return loss
 
 
-@torch.no_grad()
 def fit_world_model(
     models: LatentModels, sampler: TransitionSampler, config: ExperimentConfig, meter: CostMeter, steps: int
 ) -> float:
