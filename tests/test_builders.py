@@ -35,8 +35,8 @@ def test_saved_policy_round_trips_through_the_registry(tmp_path, monkeypatch):
 
     built = []
     original = builders._BUILDERS["ppo"]
+    monkeypatch.setitem(builders._BUILDERS, "ppo", original)  # the built-in comes back after the test
     register_builder("ppo", lambda p: (built.append(p.config.algo), original(p)))
-    monkeypatch.setitem(builders._BUILDERS, "ppo", builders._BUILDERS["ppo"])  # restored after the test
     loaded, loaded_config = load_policy_file(tmp_path)
     assert built == ["ppo"] and loaded_config.hash() == config.hash()
     obs = torch.randn(6, 4)
