@@ -97,7 +97,7 @@ def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eva
             continue
         names = [stage.model_name]
         if stage is profile.peft:
-            names.append(stage.adapted_model_name or f"{stage.model_name}-adapted")
+            names.append(stage.adapted_name)
         lines.extend(_champion_line(client, name) for name in names)
     reports = sorted(root.rglob("report/html"), key=lambda p: p.stat().st_mtime)
     lines.append(f"report: {reports[-1] if reports else 'not written'}")

@@ -10,17 +10,16 @@ evaluator without ``selection.kind: pivot``, no tune stage without ``tuning``, n
 branch without those profile stages). With ``gpu: true`` every training and pretraining stage
 asks for ``nvidia.com/gpu`` with the profile's CPU/memory requests and limits, and lands on the
 GPU node pool through a node selector and a toleration given as pipeline parameters (the names
-are the cluster's, not the code's). Training stages retry with backoff; collection and
-pretraining are cached (same config text and inputs, same outputs), evaluation and promotion
-never are. Models pass between stages as KFP artifacts (run directories); the registry holds
-them as MLflow models for everything downstream.
+are the cluster's, not the code's; their defaults are the profile's ``resources``, typed in
+``frugalrl.profiles``). Training stages retry with backoff; collection and pretraining are cached
+(same config text and inputs, same outputs), evaluation and promotion never are. Models pass
+between stages as KFP artifacts (run directories); the registry holds them as MLflow models for
+everything downstream.
 """
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from components import FRUGALRL_IMAGE
 from components.collect_rollouts import collect_rollouts
 from components.curriculum_train import curriculum_train
@@ -35,67 +34,16 @@ from components.train_distributed import train_distributed
 from components.tune import tune_best, tune_worker
 from kfp import dsl, kubernetes
 
-from frugalrl.config import load_config
-from frugalrl.errors import ConfigError
+from frugalrl import profiles
+from frugalrl.profiles import Profile
 
 REPO = Path(__file__).resolve().parent.parent
-PROFILES = REPO / "profiles"
-DEFAULT_NODE_SELECTOR = {"cloud.google.com/gke-nodepool": "gpu-pool"}
-DEFAULT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-
-
-@dataclass
-class Stage:
-    config: str
-    overrides: list[str] = field(default_factory=list)
-    model_name: str = ""
-    adapted_model_name: str = ""  # PEFT stage: the best adapted policy's registered name
-
-    def text(self) -> str:
-        return (REPO / self.config).read_text()
-
-
-@dataclass
-class Profile:
-    name: str
-    gpu: bool
-    resources: dict[str, Any]
-    train: Stage | None
-    tune_workers: int
-    tune_overrides: list[str]
-    latent: Stage | None
-    peft: Stage | None
 
 
 def load_profile(name_or_path: str) -> Profile:
-    """A profile by name (``quick``, ``full``) or path; its configs are validated here, at compile time."""
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = PROFILES / f"{name_or_path}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
-        raise ConfigError(f"profile {name_or_path!r} not found; known profiles: {known}")
-    data = yaml.safe_load(path.read_text())
-    stages = data.get("stages", {})
-    built = {key: Stage(**stages[key]) if key in stages else None for key in ("train", "latent", "peft")}
-    for key, stage in built.items():
-        if stage is not None:
-            config = load_config(REPO / stage.config, stage.overrides)
-            if key == "latent" and not config.latent.enabled:
-                raise ConfigError(f"profile {path.name}: stage latent uses {stage.config}, which has latent off")
-            if key == "peft" and config.peft is None:
-                raise ConfigError(f"profile {path.name}: stage peft uses {stage.config}, which has no peft section")
-            if not (config.tracking.enabled and config.tracking.log_model):  # the registry is where stages meet
-                raise ConfigError(
-                    f"profile {path.name}: stage {key} registers {stage.model_name!r} but {stage.config} logs no "
-                    "MLflow model; add tracking.enabled=true to the stage's overrides"
-                )
-            if not stage.model_name:
-                raise ConfigError(f"profile {path.name}: stage {key} needs a model_name (its registered model)")
-    tune = stages.get("tune", {})
-    workers, tune_overrides = int(tune.get("workers", 0)), list(tune.get("overrides", []))
-    return Profile(data["name"], bool(data.get("gpu", False)), data.get("resources", {}), built["train"],
-                   workers, tune_overrides, built["latent"], built["peft"])  # fmt: skip
+    """A profile by name (``quick``, ``full``: ``profiles/<name>.yaml``) or path; its stages' configs are
+    validated here, at compile time, and resolved against the checkout."""
+    return profiles.load_profile(name_or_path, REPO)
 
 
 def _on_gpu(task: dsl.PipelineTask, profile: Profile, node_selector: Any, toleration: Any) -> dsl.PipelineTask:
@@ -103,9 +51,9 @@ def _on_gpu(task: dsl.PipelineTask, profile: Profile, node_selector: Any, tolera
     if not profile.gpu:
         return task
     res = profile.resources
-    task.set_accelerator_type("nvidia.com/gpu").set_accelerator_limit(int(res.get("gpu_count", 1)))
-    task.set_cpu_request(str(res.get("cpu_request", "2"))).set_cpu_limit(str(res.get("cpu_limit", "4")))
-    task.set_memory_request(str(res.get("memory_request", "8G"))).set_memory_limit(str(res.get("memory_limit", "16G")))
+    task.set_accelerator_type("nvidia.com/gpu").set_accelerator_limit(res.gpu_count)
+    task.set_cpu_request(res.cpu_request).set_cpu_limit(res.cpu_limit)
+    task.set_memory_request(res.memory_request).set_memory_limit(res.memory_limit)
     kubernetes.add_node_selector_json(task, node_selector)
     kubernetes.add_toleration_json(task, toleration)
     return task
@@ -134,8 +82,8 @@ def build_pipeline(profile: Profile) -> Any:
     def production(
         eval_episodes: int = 20,
         eval_seed: int = 10_000,
-        gpu_node_selector: dict = DEFAULT_NODE_SELECTOR,  # noqa: B006 - KFP needs a literal default
-        gpu_toleration: dict = DEFAULT_TOLERATION,  # noqa: B006 - KFP needs a literal default
+        gpu_node_selector: dict = profile.resources.node_selector,  # the default a run can override
+        gpu_toleration: dict = profile.resources.toleration,
         training_namespace: str = "kubeflow",
         training_image: str = FRUGALRL_IMAGE,
     ) -> None:
@@ -144,37 +92,37 @@ def build_pipeline(profile: Profile) -> Any:
         reported: dict[str, Any] = {}  # what the report stage reads
         if profile.train is not None:
             stage = profile.train
-            config = load_config(REPO / stage.config, stage.overrides)
+            config, text = profile.stage_config(stage), profile.stage_text(stage)
             inputs: dict[str, Any] = {}
             if config.selection.kind == "pivot":
-                collected = _cached(collect_rollouts(config_yaml=stage.text(), overrides=stage.overrides),
+                collected = _cached(collect_rollouts(config_yaml=text, overrides=stage.overrides),
                                     "collect labelled rollouts")  # fmt: skip
-                evaluator = gpu(_cached(pretrain_evaluator(config_yaml=stage.text(), overrides=stage.overrides,
+                evaluator = gpu(_cached(pretrain_evaluator(config_yaml=text, overrides=stage.overrides,
                                                            dataset=collected.outputs["dataset"]),
                                         "pretrain importance evaluator"))  # fmt: skip
                 inputs["evaluator"] = evaluator.outputs["evaluator"]
-            if config.tuning is not None and profile.tune_workers > 0:
-                tune_overrides = [*stage.overrides, *profile.tune_overrides]
+            if config.tuning is not None and profile.tune.workers > 0:
+                tune_overrides = [*stage.overrides, *profile.tune.overrides]
                 pretrained = {"evaluator": inputs["evaluator"]} if "evaluator" in inputs else {}
-                with dsl.ParallelFor(items=list(range(profile.tune_workers)), name="tune-workers") as worker:
-                    tuner = tune_worker(config_yaml=stage.text(), overrides=tune_overrides, worker=worker,
+                with dsl.ParallelFor(items=list(range(profile.tune.workers)), name="tune-workers") as worker:
+                    tuner = tune_worker(config_yaml=text, overrides=tune_overrides, worker=worker,
                                         pipeline_run_id=run_id, **pretrained)  # fmt: skip
                     workers = gpu(_training(tuner))
                     workers.set_caching_options(False).set_display_name("Optuna worker")
-                best = tune_best(config_yaml=stage.text(), overrides=tune_overrides, pipeline_run_id=run_id)
+                best = tune_best(config_yaml=text, overrides=tune_overrides, pipeline_run_id=run_id)
                 best.after(workers)
                 best.set_caching_options(False).set_display_name("best trial")
                 inputs["tuned"] = best.output
             if profile.gpu and config.distributed.workers > 1:  # N GPU pods: a PyTorchJob, gradients fused
                 extra = {"tuned": inputs["tuned"]} if "tuned" in inputs else {}
                 trained = _training(train_distributed(
-                    config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id,
+                    config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id,
                     namespace=training_namespace, image=training_image, node_selector=gpu_node_selector,
                     toleration=gpu_toleration, **extra,
                 ))  # fmt: skip
                 trained.set_caching_options(False).set_display_name(f"train on {config.distributed.workers} workers")
             else:
-                trained = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides,
+                trained = gpu(_training(train(config_yaml=text, overrides=stage.overrides,
                                               pipeline_run_id=run_id, **inputs)))  # fmt: skip
                 trained.set_caching_options(False).set_display_name("train policy (tuned)")
             model = trained.outputs["model"]
@@ -182,14 +130,15 @@ def build_pipeline(profile: Profile) -> Any:
             reported["policy"], reported["promotion"] = model, promoted.outputs["report"]
         if profile.latent is not None:
             stage = profile.latent
-            frames = _cached(collect_rollouts(config_yaml=stage.text(), overrides=stage.overrides), "collect frames")
-            encoder = gpu(_cached(pretrain_encoder(config_yaml=stage.text(), overrides=stage.overrides,
+            text = profile.stage_text(stage)
+            frames = _cached(collect_rollouts(config_yaml=text, overrides=stage.overrides), "collect frames")
+            encoder = gpu(_cached(pretrain_encoder(config_yaml=text, overrides=stage.overrides,
                                                    dataset=frames.outputs["dataset"]),
                                   "pretrain encoder + world model"))  # fmt: skip
             curriculum = gpu(
                 _training(
                     curriculum_train(
-                        config_yaml=stage.text(),
+                        config_yaml=text,
                         overrides=stage.overrides,
                         pipeline_run_id=run_id,
                         encoder=encoder.outputs["encoder"],
@@ -204,14 +153,14 @@ def build_pipeline(profile: Profile) -> Any:
             reported[f"{key}promotion"] = latent.outputs["report"]
         if profile.peft is not None:
             stage = profile.peft
-            source = gpu(_training(train(config_yaml=stage.text(), overrides=stage.overrides, pipeline_run_id=run_id)))
+            text = profile.stage_text(stage)
+            source = gpu(_training(train(config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id)))
             source.set_caching_options(True).set_display_name("train PEFT source policy")
             _evaluate_register(source.outputs["model"], stage.model_name, eval_episodes, eval_seed, "source policy")
-            compared = gpu(_training(peft_compare(config_yaml=stage.text(), overrides=stage.overrides,
+            compared = gpu(_training(peft_compare(config_yaml=text, overrides=stage.overrides,
                                                   base=source.outputs["model"], pipeline_run_id=run_id)))  # fmt: skip
             compared.set_caching_options(False).set_display_name("compare PEFT methods")
-            adapted_name = stage.adapted_model_name or f"{stage.model_name}-adapted"
-            adapted = _evaluate_register(compared.outputs["best"], adapted_name, eval_episodes, eval_seed,
+            adapted = _evaluate_register(compared.outputs["best"], stage.adapted_name, eval_episodes, eval_seed,
                                          "best adapted policy")  # fmt: skip
             reported["peft_table"], reported["peft_promotion"] = compared.outputs["table"], adapted.outputs["report"]
         if "policy" in reported:

@@ -2,9 +2,12 @@
 
 A pretraining branch exists only in the pipeline built for a config that enables it: the
 importance evaluator for PivotRL (``selection.kind: pivot``), the encoder and world model for
-the latent curriculum (``latent.enabled``); other configs compile to the three-step graph.
+the latent curriculum (``latent.enabled``); other configs compile to the three-step graph. The
+three share one builder (``build_training_pipeline``, a ``Variant`` each); the PEFT pipeline,
+with its second model and comparison branch, is its own function.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 from components.collect_rollouts import collect_rollouts
@@ -37,65 +40,71 @@ def _evaluate_and_register(
     return registered.outputs["Output"]
 
 
-def _pretrain_then_train(
-    config_yaml: str, overrides: list, pretrain: Any, trainer: Any, model: str, names: tuple[str, str, str]
-) -> dsl.PipelineTask:
-    """collect_rollouts -> ``pretrain`` (its Model output ``model``) -> ``trainer`` (that Model as input)."""
-    collected = collect_rollouts(config_yaml=config_yaml, overrides=overrides)
-    collected.set_display_name(names[0])
-    pretrained = pretrain(config_yaml=config_yaml, overrides=overrides, dataset=collected.outputs["dataset"])
-    pretrained.set_display_name(names[1])
-    trained = trainer(
-        config_yaml=config_yaml,
-        overrides=overrides,
-        pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-        **{model: pretrained.outputs[model]},
+@dataclass(frozen=True)
+class Variant:
+    """What sets one training pipeline apart: its name, and the pretraining branch before training."""
+
+    name: str
+    description: str
+    train_name: str  # the training step's display name
+    pretrain: Any = None  # component: collect_rollouts -> this -> its Model output ``model_input``
+    trainer: Any = train
+    model_input: str = ""  # the pretrained Model: pretrain's output and trainer's input of that name
+    pretrain_names: tuple[str, str] = ("", "")  # display names: collection, pretraining
+
+
+VARIANTS = {
+    "plain": Variant("frugalrl-train", DESCRIPTION, "train policy"),
+    "pivot": Variant(
+        "frugalrl-train-pivot", DESCRIPTION + " With a pretrained importance evaluator.", "train policy (PivotRL)",
+        pretrain_evaluator, train, "evaluator", ("collect labelled rollouts", "pretrain importance evaluator"),
+    ),
+    "latent": Variant(
+        "frugalrl-train-latent", DESCRIPTION + " Latent curriculum on a pretrained encoder.",
+        "curriculum training (virtual + real)", pretrain_encoder, curriculum_train, "encoder",
+        ("collect game frames", "pretrain encoder + world model"),
+    ),
+}  # fmt: skip
+
+
+def _train(variant: Variant, config_yaml: str, overrides: list) -> dsl.PipelineTask:
+    """[collect_rollouts -> pretrain ->] train: the pretrained Model, if any, is the trainer's input."""
+    pretrained: dict[str, Any] = {}
+    if variant.pretrain is not None:
+        collected = collect_rollouts(config_yaml=config_yaml, overrides=overrides)
+        collected.set_display_name(variant.pretrain_names[0])
+        pretrain = variant.pretrain(config_yaml=config_yaml, overrides=overrides, dataset=collected.outputs["dataset"])
+        pretrain.set_display_name(variant.pretrain_names[1])
+        pretrained[variant.model_input] = pretrain.outputs[variant.model_input]
+    trained = variant.trainer(
+        config_yaml=config_yaml, overrides=overrides, pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, **pretrained
     )
-    trained.set_display_name(names[2])
+    trained.set_display_name(variant.train_name)
     return trained
 
 
-@dsl.pipeline(name="frugalrl-train", description=DESCRIPTION)
-def training_pipeline(
-    config_yaml: str,
-    model_name: str,
-    overrides: list = [],  # noqa: B006 - KFP needs a literal default
-    eval_episodes: int = 20,
-    eval_seed: int = 10_000,
-) -> str:
-    trained = train(config_yaml=config_yaml, overrides=overrides, pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
-    trained.set_display_name("train policy")
-    return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
+def build_training_pipeline(kind: str) -> dsl.graph_component.GraphComponent:
+    """The ``@dsl.pipeline`` of ``VARIANTS[kind]``: train -> evaluate -> register, after its pretraining."""
+    variant = VARIANTS[kind]
+
+    @dsl.pipeline(name=variant.name, description=variant.description)
+    def training(
+        config_yaml: str,
+        model_name: str,
+        overrides: list = [],  # noqa: B006 - KFP needs a literal default
+        eval_episodes: int = 20,
+        eval_seed: int = 10_000,
+    ) -> str:
+        trained = _train(variant, config_yaml, overrides)
+        return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
+
+    return training
 
 
-@dsl.pipeline(name="frugalrl-train-pivot", description=DESCRIPTION + " With a pretrained importance evaluator.")
-def pivot_training_pipeline(
-    config_yaml: str,
-    model_name: str,
-    overrides: list = [],  # noqa: B006 - KFP needs a literal default
-    eval_episodes: int = 20,
-    eval_seed: int = 10_000,
-) -> str:
-    trained = _pretrain_then_train(
-        config_yaml, overrides, pretrain_evaluator, train, "evaluator",
-        ("collect labelled rollouts", "pretrain importance evaluator", "train policy (PivotRL)"),
-    )  # fmt: skip
-    return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
-
-
-@dsl.pipeline(name="frugalrl-train-latent", description=DESCRIPTION + " Latent curriculum on a pretrained encoder.")
-def latent_training_pipeline(
-    config_yaml: str,
-    model_name: str,
-    overrides: list = [],  # noqa: B006 - KFP needs a literal default
-    eval_episodes: int = 20,
-    eval_seed: int = 10_000,
-) -> str:
-    trained = _pretrain_then_train(
-        config_yaml, overrides, pretrain_encoder, curriculum_train, "encoder",
-        ("collect game frames", "pretrain encoder + world model", "curriculum training (virtual + real)"),
-    )  # fmt: skip
-    return _evaluate_and_register(trained, model_name, eval_episodes, eval_seed)
+# Built once at import: `pipeline_for` hands out these objects, and users import them by name.
+training_pipeline = build_training_pipeline("plain")
+pivot_training_pipeline = build_training_pipeline("pivot")
+latent_training_pipeline = build_training_pipeline("latent")
 
 
 @dsl.pipeline(

@@ -1,0 +1,90 @@
+"""The training pipelines (one builder, three variants, and the PEFT pipeline) compile to the graphs they
+compiled to before the builder existed: ``golden/training_pipelines.json`` holds those graphs' shapes.
+
+After an intended change to a pipeline, rewrite the golden file with
+``PYTHONPATH=src:. python -m tests.test_training_pipelines`` and review its diff.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kfp import compiler
+from pipelines.training import (
+    VARIANTS,
+    build_training_pipeline,
+    latent_training_pipeline,
+    peft_pipeline,
+    pipeline_for,
+    pivot_training_pipeline,
+    training_pipeline,
+)
+
+GOLDEN = Path(__file__).parent / "golden" / "training_pipelines.json"
+KINDS = ("plain", "pivot", "latent", "peft")
+
+
+def shape(ir: dict[str, Any]) -> dict[str, Any]:
+    """Compiled IR without component code, image or SDK version (those follow components/ and kfp):
+    the pipeline's name and parameters, and per task its component, display name, upstream tasks,
+    caching and where each input comes from."""
+
+    def source(spec: dict[str, Any]) -> str:
+        if "componentInputParameter" in spec:
+            return "$" + spec["componentInputParameter"]
+        for key, out in (("taskOutputParameter", "outputParameterKey"), ("taskOutputArtifact", "outputArtifactKey")):
+            if key in spec:
+                return f"{spec[key]['producerTask']}.{spec[key][out]}"
+        return json.dumps(spec, sort_keys=True)
+
+    tasks = {}
+    for name, task in ir["root"]["dag"]["tasks"].items():
+        inputs = {**task.get("inputs", {}).get("parameters", {}), **task.get("inputs", {}).get("artifacts", {})}
+        tasks[name] = {
+            "component": task["componentRef"]["name"],
+            "display": task["taskInfo"]["name"],
+            "after": sorted(task.get("dependentTasks", [])),
+            "caching": task.get("cachingOptions", {}),
+            "inputs": {key: source(spec) for key, spec in sorted(inputs.items())},
+        }
+    return {
+        "pipeline": ir["pipelineInfo"],
+        "parameters": ir["root"]["inputDefinitions"]["parameters"],
+        "outputs": ir["root"].get("outputDefinitions", {}),
+        "tasks": tasks,
+    }
+
+
+def compiled_shape(pipeline: Any, where: Path) -> dict[str, Any]:
+    compiler.Compiler().compile(pipeline, str(where))
+    # a JSON round trip: the golden file's types (tuples, float defaults) compare equal
+    return json.loads(json.dumps(shape(yaml.safe_load(where.read_text()))))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_variant_compiles_to_its_golden_graph(kind, tmp_path):
+    golden = json.loads(GOLDEN.read_text())
+    assert compiled_shape(pipeline_for(kind), tmp_path / f"{kind}.yaml") == golden[kind]
+
+
+def test_public_names_are_the_builders_pipelines(tmp_path):
+    assert set(VARIANTS) == {"plain", "pivot", "latent"}
+    named = {"plain": training_pipeline, "pivot": pivot_training_pipeline, "latent": latent_training_pipeline}
+    assert {kind: pipeline_for(kind) for kind in named} == named and pipeline_for("peft") is peft_pipeline
+    assert pipeline_for("anything else") is training_pipeline  # as before: the plain graph
+    # a fresh build is the same graph as the module's object
+    fresh = compiled_shape(build_training_pipeline("pivot"), tmp_path / "fresh.yaml")
+    assert fresh == compiled_shape(pivot_training_pipeline, tmp_path / "named.yaml")
+
+
+if __name__ == "__main__":  # rewrite the golden file (see the module docstring)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shapes = {kind: compiled_shape(pipeline_for(kind), Path(tmp) / f"{kind}.yaml") for kind in KINDS}
+    GOLDEN.write_text(json.dumps(shapes, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN}")
