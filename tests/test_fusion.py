@@ -114,7 +114,7 @@ def test_a_killed_worker_fails_the_job_within_the_timeout(tmp_path):
     victim = None
     while victim is None and time.time() < deadline:
         time.sleep(1)
-        ps = subprocess.run(["pgrep", "-f", "frugalrl.train"], capture_output=True, text=True).stdout.split()
+        ps = subprocess.run(["pgrep", "-f", "m frugalrl train"], capture_output=True, text=True).stdout.split()
         workers = [int(pid) for pid in ps if _is_worker(int(pid))]
         if len(workers) >= 2 and (tmp_path / "run" / "metrics.jsonl").exists():
             victim = max(workers)

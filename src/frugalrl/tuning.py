@@ -200,7 +200,7 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
         "best_run_dir": best.user_attrs.get("run_dir"),
         "trials": {state.name.lower(): len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState},
     }
-    from frugalrl.train import write_json
+    from frugalrl.rundir import write_json
 
     write_json(out / "best.json", result)
     return result

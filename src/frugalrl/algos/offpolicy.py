@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from frugalrl.algos.base import LearnerBase
 from frugalrl.config import DQNConfig, ExperimentConfig, SACConfig
 from frugalrl.cost import CostMeter
 from frugalrl.meta import MetaController, ScoreStages
@@ -40,7 +41,7 @@ def _single_precision(obs: np.ndarray) -> np.ndarray:
     return obs.astype(np.float32) if obs.dtype == np.float64 else obs
 
 
-class OffPolicyLearner(ABC):
+class OffPolicyLearner(LearnerBase, ABC):
     value_loss_key = "loss"
     controls_exploration = True  # whether the meta-controller's exploration rule applies
 
@@ -101,6 +102,10 @@ class OffPolicyLearner(ABC):
         return None
 
     # ------------------------------------------------------------------ the loop
+    def seed_sampling(self, seed: int) -> None:
+        """This worker's own exploration and replay-sampling stream (multi-worker runs)."""
+        self.rng = np.random.default_rng(seed)
+
     def start(self, seed: int) -> None:
         obs, _ = self.env.reset(seed=seed)
         self._obs_np = _single_precision(obs)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from frugalrl.algos.base import LearnerBase
 from frugalrl.algos.optim_step import ClipAndStep
 from frugalrl.algos.ppo_step import STAT_NAMES, Minibatch, PPOStep, make_step
 from frugalrl.config import ExperimentConfig
@@ -38,7 +39,7 @@ def _fast_adam(device: torch.device) -> dict[str, bool]:
     return {"fused": True} if device.type in ("cpu", "cuda") else {}
 
 
-class PPO:
+class PPO(LearnerBase):
     """The PPO learner. ``run_update()`` does one collect-and-learn cycle."""
 
     def __init__(
@@ -52,9 +53,13 @@ class PPO:
         policy: ActorCritic | None = None,
         optimizer: torch.optim.Optimizer | None = None,
         virtual: bool = False,
+        schedule: PPO | None = None,
+        first_update: int = 0,
     ):
         """``policy`` / ``optimizer`` share a network with another learner (the latent curriculum's
-        real and virtual sources); ``virtual=True`` counts env steps as virtual, not real."""
+        real and virtual sources); ``virtual=True`` counts env steps as virtual, not real.
+        ``schedule``: follow that learner's lr / clip annealing (its update count) instead of this
+        one's; ``first_update``: continue another learner's schedule from that many updates."""
         self.config = config
         self.virtual = virtual
         self.hp = config.ppo
@@ -76,7 +81,8 @@ class PPO:
 
         self.rollout_size = self.num_envs * self.hp.num_steps
         self.num_updates = math.ceil(self.hp.total_timesteps / self.rollout_size)
-        self.update = 0  # completed updates
+        self.update = first_update  # completed updates (of the lr / clip schedule)
+        self.schedule = schedule
         self.global_step = 0
         self.recent_returns: deque[float] = deque(maxlen=100)
         self.recent_lengths: deque[int] = deque(maxlen=100)
@@ -219,7 +225,8 @@ class PPO:
         """``update_epochs`` passes of minibatch SGD on the clipped surrogate objective."""
         hp = self.hp
         step = self.step
-        progress_left = 1.0 - self.update / self.num_updates
+        clock = self.schedule or self
+        progress_left = 1.0 - clock.update / clock.num_updates
         lr = hp.learning_rate * (progress_left if hp.anneal_lr else 1.0)
         clip = hp.clip_coef * (progress_left if hp.anneal_clip else 1.0)
         for group in self.optimizer.param_groups:
@@ -255,7 +262,7 @@ class PPO:
                 break
             if not torch.isfinite(out.loss):
                 raise TrainingDiverged(
-                    f"PPO loss became {out.loss.item()} at update {self.update + 1}; lower ppo.learning_rate "
+                    f"PPO loss became {out.loss.item()} at update {clock.update + 1}; lower ppo.learning_rate "
                     "or turn on env.normalize_obs / env.normalize_reward"
                 )
 
@@ -291,6 +298,11 @@ class PPO:
             metrics["episode_return"] = float(np.mean(self.recent_returns))
             metrics["episode_length"] = float(np.mean(self.recent_lengths))
         return metrics
+
+    @property
+    def techniques(self) -> list[str]:
+        """The sample selector's technique, if any (PivotRL, random skipping, fewer epochs)."""
+        return [self.selector.technique] if self.selector.technique else []
 
     def summary_extra(self) -> dict[str, Any]:
         """Keys this learner adds to summary.json: the minibatch step that ran (``ppo.compile`` resolved)."""

@@ -78,6 +78,6 @@ def close_distributed() -> None:
 def torchrun(argv: list[str], workers: int) -> int:
     """Run ``frugalrl train ARGV`` as ``workers`` torchrun workers on this machine; their exit code."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={workers}",
-               "--max-restarts=0", "-m", "frugalrl.train", *argv]  # fmt: skip
+               "--max-restarts=0", "-m", "frugalrl", "train", *argv]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     return subprocess.run(command, env=env).returncode

@@ -1,7 +1,7 @@
 """Multi-worker training on a cluster: a Kubeflow Training Operator PyTorchJob.
 
 ``pytorchjob_manifest`` renders the job: one Master and ``workers - 1`` Worker replicas of the
-frugalrl image running ``python -m frugalrl.train CONFIG`` (the operator sets ``RANK``,
+frugalrl image running ``python -m frugalrl train CONFIG`` (the operator sets ``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` in every pod, which is what the training
 loop reads), each with a GPU on the GPU node pool (node selector and toleration), NCCL
 settings, the config in a ConfigMap, and the MLflow and Optuna connections from a Secret.
@@ -92,7 +92,7 @@ def pytorchjob_manifest(
     container = {
         "name": "pytorch",  # the operator looks for this container name
         "image": image,
-        "command": ["python", "-m", "frugalrl.train", "/config/config.yaml", "--out", f"{out_dir}/{name}"],
+        "command": ["python", "-m", "frugalrl", "train", "/config/config.yaml", "--out", f"{out_dir}/{name}"],
         "env": [
             {"name": "NCCL_DEBUG", "value": "WARN"},
             {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"},

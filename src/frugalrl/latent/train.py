@@ -4,7 +4,8 @@
     world model --------> imagined latents from real starts ----> virtual PPO source -+-> one policy
     curriculum scheduler: which source the next rollout comes from (stages or adaptive)
 
-Both sources are plain ``PPO`` learners sharing one policy and one optimizer, so an update
+``LatentCurriculum`` is one learner for the run loop (``frugalrl.loop``); ``train`` drives it like
+any other. Both sources are plain ``PPO`` learners sharing one policy and one optimizer, so an update
 is the same clipped-surrogate step whichever env produced the rollout; only the step counter
 differs (real vs virtual). The budget is in real env steps (``ppo.total_timesteps``, or
 ``total_real_steps``). Every ``world_model.refresh_every_updates`` real updates the world
@@ -14,7 +15,6 @@ latents (Dyna). Encoder and world-model pretraining inside the run count into ``
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from frugalrl.algos.base import LearnerBase
 from frugalrl.algos.ppo import PPO
 from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
@@ -33,10 +34,10 @@ from frugalrl.latent.adapter import EncodedActorCritic, lora_encoder, merged_enc
 from frugalrl.latent.curriculum import CurriculumScheduler
 from frugalrl.latent.dataset import collect_frames
 from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
-from frugalrl.latent.pretrain import encode, train_latent_models
+from frugalrl.latent.encoder import encode
+from frugalrl.latent.pretrain import train_latent_models
 from frugalrl.latent.store import LatentModels, load_latent, save_latent
 from frugalrl.nets.policy import ExportedPolicy
-from frugalrl.progress import TrainingProgress
 
 
 def warn_batch_ratio(config: ExperimentConfig) -> str | None:
@@ -183,16 +184,13 @@ def _source_configs(config: ExperimentConfig) -> tuple[ExperimentConfig, Experim
     return validate_config(real, "latent.real_batch_size"), validate_config(virtual, "latent.virtual_batch_size")
 
 
-def train_latent(
-    config: ExperimentConfig, out_dir: str | Path, interactive: bool | None = None, pipeline_run_id: str | None = None
-) -> dict[str, Any]:
-    """Run the latent curriculum; writes the run directory like ``train`` (plus encoder.pt)."""
+def start_latent_run(config: ExperimentConfig, out: Path, meter: CostMeter) -> tuple[LatentCurriculum, torch.device]:
+    """Check the config, create the run directory, prepare the models; the started learner and the device."""
     from frugalrl.envs.registry import is_atari
-    from frugalrl.train import finish_run, start_run_dir
+    from frugalrl.rundir import start_run_dir
 
     if not is_atari(config.env.id):
         raise ConfigError(f"latent.enabled needs an ALE game (env.id {config.env.id}); use e.g. ALE/Breakout-v5")
-    out = Path(out_dir)
     if (out / "summary.json").exists() or (out / "metrics.jsonl").exists():
         raise FrugalError(f"{out} already holds a run; pick a new --out (latent runs cannot be resumed yet)")
     device = start_run_dir(config, out)
@@ -201,96 +199,151 @@ def train_latent(
     warning = warn_batch_ratio(config)
     if warning:
         print(warning)
+    learner = LatentCurriculum(config, out, meter, device)
+    learner.start(config.seed)
+    return learner, device
 
-    meter = CostMeter()
-    models, bank, note = prepare_models(config, meter, out)
-    print(f"latent: {note}; {len(bank)} start latents")
-    real_config, virtual_config = _source_configs(config)
-    real_env = EncodedVectorEnv(make_vec_env(config.env, gamma=config.ppo.gamma), models.encoder, meter)
-    wm_cfg = config.latent.world_model
-    virtual_env = VirtualVectorEnv(
-        models.world_model, bank, config.latent.virtual_num_envs, wm_cfg.horizon, wm_cfg.virtual_noise,
-        seed=config.seed, meter=meter,
-    )  # fmt: skip
-    real = PPO(real_config, real_env, meter, device)
-    virtual = PPO(
-        virtual_config, virtual_env, meter, device, policy=real.policy, optimizer=real.optimizer, virtual=True
-    )
-    real.start(config.seed)
-    virtual.start(config.seed)
-    scheduler = CurriculumScheduler(config.latent.curriculum, config.ppo.total_timesteps)
-    refresher = WorldModelRefresher(models, config, meter)
-    total = config.ppo.total_timesteps
-    lora: LoraLearner | None = None
 
-    def real_steps() -> int:
-        return real.global_step + (lora.agent.global_step if lora else 0)
+class LatentCurriculum(LearnerBase):
+    """The latent curriculum as one learner: each ``run_update()`` is one PPO update on the source
+    the curriculum picks (virtual, real, or real through the LoRA-adapted encoder).
 
-    tracker_cm: Any = contextlib.nullcontext(None)
-    if config.tracking.enabled:
-        from frugalrl.tracking import RunTracker
+    ``global_step`` counts real env steps (the budget); virtual steps are in the meter.
+    """
 
-        tracker_cm = RunTracker(config, pipeline_run_id=pipeline_run_id)
-    metrics_log = (out / "metrics.jsonl").open("a")
-    try:
-        with tracker_cm as tracker, TrainingProgress(total, 0, config.log_every_updates, interactive) as progress:
-            real_updates = 0
-            while real_steps() < total:
-                before = real_steps()
-                source = scheduler.next_source(before)
-                if source == "real" and in_lora_stage(config, scheduler, before):
-                    lora = lora or LoraLearner(real, models.encoder, config, device)
-                    metrics = lora.agent.run_update()
-                    steps = lora.agent.rollout_size
-                    source = "real_lora"
-                elif source == "virtual":
-                    virtual.update, virtual.num_updates = real.update, real.num_updates  # one lr / clip schedule
-                    metrics = virtual.run_update()
-                    steps = virtual.rollout_size
-                else:
-                    metrics = real.run_update()
-                    steps = real.rollout_size
-                    real_updates += 1
-                    refresher.add(real)
-                    if wm_cfg.refresh_every_updates and real_updates % wm_cfg.refresh_every_updates == 0:
-                        metrics["world_model_loss"] = refresher.refit()
-                        virtual_env.set_start_latents(refresher.start_latents())
-                    if "episode_return" in metrics:
-                        scheduler.observe_score(metrics["episode_return"])
-                scheduler.record("virtual" if source == "virtual" else "real", steps, before)
-                record = {
-                    "source": source,
-                    "stage": scheduler.stage(before) + 1,
-                    "real_step": real_steps(),
-                    "virtual_step": meter.virtual_env_steps,
-                    **metrics,
-                }
-                metrics_log.write(json.dumps(record) + "\n")
-                metrics_log.flush()
-                if tracker:
-                    numeric = {f"{source}/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}
-                    tracker.log_metrics(numeric, step=real_steps() + meter.virtual_env_steps)
-                progress.update(real_steps(), metrics)
-            extra = {**scheduler.summary(), "real_updates": real_updates, "encoder_note": note}
-            encoder = models.encoder
-            if lora:
-                meter.absorb(lora.meter, "lora")
-                encoder = merged_encoder(lora.encoder)
-                extra.update(lora_updates=lora.agent.update, lora_trainable_parameters=lora.trainable)
-            policy = ExportedPolicy(
-                _frozen_copy(real.policy),
-                spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
-                encoder=_frozen_copy(encoder),
-            )
-            frames = real_env.env.reset(seed=config.seed)[0][:1]
-            summary = finish_run(
-                config, out, real, meter, tracker, device,
-                policy=policy, techniques=["latent_curriculum"], extra=extra, example=np.asarray(frames),
-            )  # fmt: skip
-            return summary
-    finally:
-        metrics_log.close()
-        real_env.close()
+    techniques = ("latent_curriculum",)
+    resumable = False  # no checkpoints yet: two envs, a world model and a replay of latents to save
+
+    def __init__(self, config: ExperimentConfig, out: Path, meter: CostMeter, device: torch.device):
+        self.config = config
+        self.meter = meter
+        self.device = device
+        self.models, bank, self.note = prepare_models(config, meter, out)
+        print(f"latent: {self.note}; {len(bank)} start latents")
+        real_config, virtual_config = _source_configs(config)
+        self.env = EncodedVectorEnv(make_vec_env(config.env, gamma=config.ppo.gamma), self.models.encoder, meter)
+        wm_cfg = config.latent.world_model
+        self.virtual_env = VirtualVectorEnv(
+            self.models.world_model, bank, config.latent.virtual_num_envs, wm_cfg.horizon, wm_cfg.virtual_noise,
+            seed=config.seed, meter=meter,
+        )  # fmt: skip
+        self.real = PPO(real_config, self.env, meter, device)
+        # Virtual updates follow the real learner's lr / clip schedule without advancing it.
+        self.virtual = PPO(
+            virtual_config, self.virtual_env, meter, device,
+            policy=self.real.policy, optimizer=self.real.optimizer, virtual=True, schedule=self.real,
+        )  # fmt: skip
+        self.policy = self.real.policy
+        self.scheduler = CurriculumScheduler(config.latent.curriculum, config.ppo.total_timesteps)
+        self.refresher = WorldModelRefresher(self.models, config, meter)
+        self.total = config.ppo.total_timesteps
+        self.lora: LoraLearner | None = None
+        self.real_updates = 0
+        self._head: dict[str, Any] = {}  # the last update's source, stage and step counts
+        self._finalized = False
+
+    # ------------------------------------------------------------------ the loop's view
+    def start(self, seed: int) -> None:
+        self.real.start(seed)
+        self.virtual.start(seed)
+
+    @property
+    def global_step(self) -> int:
+        """Real env steps so far (the LoRA stage's included)."""
+        return self.real.global_step + (self.lora.agent.global_step if self.lora else 0)
+
+    @property
+    def update(self) -> int:
+        """The real learner's updates (summary.json's ``updates``)."""
+        return self.real.update
+
+    @property
+    def next_obs(self) -> torch.Tensor | None:
+        return self.real.next_obs
+
+    @property
+    def total_steps(self) -> int:
+        return self.total
+
+    def finished(self) -> bool:
+        return self.global_step >= self.total
+
+    def run_update(self) -> dict[str, float]:
+        """One PPO update on the source the curriculum picks; Dyna refits after real updates."""
+        scheduler, wm_cfg = self.scheduler, self.config.latent.world_model
+        before = self.global_step
+        source = scheduler.next_source(before)
+        if source == "real" and in_lora_stage(self.config, scheduler, before):
+            self.lora = self.lora or LoraLearner(self.real, self.models.encoder, self.config, self.device)
+            metrics = self.lora.agent.run_update()
+            steps = self.lora.agent.rollout_size
+            source = "real_lora"
+        elif source == "virtual":
+            metrics = self.virtual.run_update()
+            steps = self.virtual.rollout_size
+        else:
+            metrics = self.real.run_update()
+            steps = self.real.rollout_size
+            self.real_updates += 1
+            self.refresher.add(self.real)
+            if wm_cfg.refresh_every_updates and self.real_updates % wm_cfg.refresh_every_updates == 0:
+                metrics["world_model_loss"] = self.refresher.refit()
+                self.virtual_env.set_start_latents(self.refresher.start_latents())
+            if "episode_return" in metrics:
+                scheduler.observe_score(metrics["episode_return"])
+        scheduler.record("virtual" if source == "virtual" else "real", steps, before)
+        self._head = {
+            "source": source,
+            "stage": scheduler.stage(before) + 1,
+            "real_step": self.global_step,
+            "virtual_step": self.meter.virtual_env_steps,
+        }
+        return metrics
+
+    def log_record(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        return {**self._head, **metrics}
+
+    def tracking_metrics(self, metrics: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        source = self._head["source"]
+        numeric = {f"{source}/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}
+        return numeric, self.global_step + self.meter.virtual_env_steps
+
+    # ------------------------------------------------------------------ the end of the run
+    def finalize(self) -> None:
+        """The LoRA learner metered on its own: its work joins the run's meter once."""
+        if self.lora and not self._finalized:
+            self.meter.absorb(self.lora.meter, "lora")
+        self._finalized = True
+
+    def summary_extra(self) -> dict[str, Any]:
+        extra = {
+            **self.real.summary_extra(),
+            **self.scheduler.summary(),
+            "real_updates": self.real_updates,
+            "encoder_note": self.note,
+        }
+        if self.lora:
+            extra.update(lora_updates=self.lora.agent.update, lora_trainable_parameters=self.lora.trainable)
+        return extra
+
+    def exported_policy(self) -> ExportedPolicy:
+        """The MLP policy behind the encoder (LoRA adapters merged in), taking frames."""
+        encoder = merged_encoder(self.lora.encoder) if self.lora else self.models.encoder
+        return ExportedPolicy(
+            _frozen_copy(self.real.policy),
+            spec={"env": self.config.env.model_dump(mode="json"), "policy": self.config.policy.model_dump(mode="json")},
+            encoder=_frozen_copy(encoder),
+        )
+
+    def model_example(self) -> np.ndarray:
+        """A frame stack (the exported policy's input), not a latent."""
+        return np.asarray(self.env.env.reset(seed=self.config.seed)[0][:1])
+
+    def state_dict(self) -> dict[str, Any]:
+        raise FrugalError("latent-curriculum runs cannot be checkpointed yet")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
 
 
 def in_lora_stage(config: ExperimentConfig, scheduler: CurriculumScheduler, real_steps_done: int) -> bool:
@@ -322,9 +375,11 @@ class LoraLearner:
         self.meter = CostMeter()
         raw_env = real.env.env  # the frames under EncodedVectorEnv
         policy = EncodedActorCritic(self.encoder, real.policy)
-        self.agent = PPO(real.config, raw_env, self.meter, device, policy=policy, optimizer=real.optimizer)
-        self.agent.num_updates, self.agent.update = real.num_updates, real.update  # one lr / clip schedule
-        self.agent.global_step = 0
+        # Same config and env count as the real learner: the same num_updates, so the lr / clip
+        # schedule continues from the real learner's count.
+        self.agent = PPO(
+            real.config, raw_env, self.meter, device, policy=policy, optimizer=real.optimizer, first_update=real.update
+        )
         self.agent.start(config.seed + 7919)
         print(f"latent: real stage with LoRA on the encoder (rank {latent.lora_rank}, {self.trainable} parameters)")
 

@@ -209,7 +209,8 @@ def compare(
     ``pipeline_run_id`` tags the MLflow runs (the source's, the comparison's) with their pipeline run.
     """
     from frugalrl.config import load_config
-    from frugalrl.train import start_run_dir, train, write_json
+    from frugalrl.rundir import start_run_dir, write_json
+    from frugalrl.train import train
 
     peft = config.peft
     if peft is None:
@@ -280,10 +281,11 @@ def compare(
         "best_policy": str(out / "best") if best else None,
         "table": table,
     }
+    model_uri = None
     if config.tracking.enabled:
-        summary["mlflow_run_id"] = _log(config, out, table, summary, adapted, pipeline_run_id)
+        summary["mlflow_run_id"], model_uri = _log(config, out, table, summary, adapted, pipeline_run_id)
     if adapted is not None:  # best/summary.json names the MLflow model registration picks up (none untracked)
-        run_id, model_uri = summary.get("mlflow_run_id"), summary.pop("best_model_uri", None)
+        run_id = summary.get("mlflow_run_id")
         best_summary = _best_summary(adapted[1], source_uri, best, peft.targets[0], run_id, model_uri)
         write_json(out / "best" / "summary.json", best_summary)
     write_json(out / "summary.json", summary)
@@ -334,13 +336,14 @@ def _best_summary(
 
 def _log(
     config: ExperimentConfig, out: Path, table: list[dict], summary: dict, adapted: Any, pipeline_run_id: str | None
-) -> str:
+) -> tuple[str, str | None]:
     """One MLflow run: each method's figures as metrics, the table, plot and every adapter as artifacts;
-    the best adapted policy as an MLflow model (``summary["best_model_uri"]``), for registration."""
+    the best adapted policy as an MLflow model, for registration. The run id and that model's URI."""
     import mlflow
 
     from frugalrl.tracking.runs import RunTracker
 
+    model_uri = None
     with RunTracker(config, run_name=f"{config.name}-peft-compare", pipeline_run_id=pipeline_run_id) as tracker:
         for r in table:
             prefix = f"{r['target']}.{r['method']}"
@@ -358,7 +361,7 @@ def _log(
             env = make_vec_env(adapted_config.env.model_copy(update={"num_envs": 1}), training=False)
             example, _ = env.reset(seed=adapted_config.seed)
             env.close()
-            summary["best_model_uri"] = tracker.log_policy(policy, example.astype("float32"))
+            model_uri = tracker.log_policy(policy, example.astype("float32"))
             for name in ("policy.pt", "config.yaml"):
                 tracker.log_artifact(out / "best" / name, artifact_path="best")
-        return tracker.run_id
+        return tracker.run_id, model_uri

@@ -1,0 +1,144 @@
+"""Bit-identity check for refactors: short runs of the shipped configs, their deterministic figures compared.
+
+    python benchmarks/summary_equivalence.py --record benchmarks/results/summary_equivalence_before.json
+    python benchmarks/summary_equivalence.py --check benchmarks/results/summary_equivalence_before.json
+
+Each config runs in its own process (one torch thread, the config's seed, tracking off) with
+overrides that make it take seconds. What is compared: every summary.json key except the
+clock, memory and provenance ones (``TIMING_KEYS``), plus a digest of metrics.jsonl without
+its throughput column. ``--check`` prints one line per config and exits 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+_LATENT_SMALL = [
+    "total_real_steps=512", "env.num_envs=2", "policy.hidden=[16]", "ppo.num_steps=32", "ppo.batch_size=16",
+    "ppo.update_epochs=1",
+    "latent.collect_steps=256", "latent.collect_envs=2", "latent.pretrain_updates=3", "latent.batch_size=8",
+    "latent.virtual_num_envs=4", "latent.virtual_batch_size=64", "latent.real_batch_size=16",
+    "latent.world_model.hidden=[32]", "latent.world_model.epochs=1", "latent.world_model.refresh_every_updates=2",
+    "latent.world_model.refresh_steps=2", "eval.episodes=1",
+]  # fmt: skip
+# name -> (config file, overrides): each a few seconds on one core.
+RUNS: dict[str, tuple[str, list[str]]] = {
+    "cartpole-ppo": ("configs/cartpole-ppo.yaml", ["ppo.total_timesteps=2048", "eval.episodes=3",
+                                                   "checkpoint.every_updates=3"]),
+    "cartpole-pivot": ("configs/cartpole-pivot.yaml", ["ppo.total_timesteps=2560", "eval.episodes=3",
+                                                       "pivot.warmup_steps=512", "checkpoint.every_updates=3"]),
+    "cartpole-dqn": ("configs/cartpole-dqn.yaml", ["dqn.total_timesteps=1536", "dqn.learning_starts=512",
+                                                   "dqn.gradient_steps=16", "eval.episodes=3"]),
+    "pendulum-sac": ("configs/pendulum-sac.yaml", ["sac.total_timesteps=300", "eval.episodes=2"]),
+    "breakout-latent": ("configs/breakout-latent.yaml", _LATENT_SMALL),
+    "breakout-latent-lora": ("configs/breakout-latent.yaml", [*_LATENT_SMALL, "latent.encoder_adapter=lora",
+                                                              "latent.lora_rank=2"]),
+}  # fmt: skip
+# Clock, memory and provenance: they differ between any two runs.
+TIMING_KEYS = {"wall_s", "env_s", "act_s", "learn_s", "eval_s", "peak_rss_mb", "peak_gpu_mb", "git_commit",
+               "mlflow_run_id", "model_uri"}  # fmt: skip
+METRIC_TIMING_KEYS = {"sps"}
+
+
+def figures(run_dir: Path) -> dict[str, Any]:
+    """The deterministic part of a run directory: summary keys and a metrics.jsonl digest."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    kept = {k: v for k, v in summary.items() if k not in TIMING_KEYS}
+    digest = hashlib.sha256()
+    lines = 0
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        row = {k: v for k, v in json.loads(line).items() if k not in METRIC_TIMING_KEYS}
+        digest.update(json.dumps(row, sort_keys=True).encode())
+        lines += 1
+    kept["metrics_jsonl"] = {"lines": lines, "sha256": digest.hexdigest()}
+    return kept
+
+
+def run_one(name: str, out: Path) -> dict[str, Any]:
+    """Train config ``name`` into ``out`` (this process); its figures."""
+    import torch
+
+    from frugalrl.config import load_config
+    from frugalrl.train import train
+
+    torch.set_num_threads(1)
+    path, overrides = RUNS[name]
+    config = load_config(REPO / path, [*overrides, "tracking.enabled=false", "threads=1"])
+    train(config, out, interactive=False)
+    return figures(out)
+
+
+def run_all(names: list[str]) -> dict[str, Any]:
+    """Every config in a fresh process, so no run sees another's global state."""
+    results = {}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "file:///dev/null"}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            out = Path(tmp) / name
+            proc = subprocess.run(
+                [sys.executable, __file__, "--one", name, "--out", str(out)],
+                capture_output=True, text=True, env=env, cwd=tmp,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                raise SystemExit(f"{name}: run failed (exit {proc.returncode})\n{proc.stdout[-2000:]}{proc.stderr}")
+            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return results
+
+
+def differences(before: Any, after: Any, prefix: str = "") -> list[str]:
+    """Every key path whose value differs (exactly; floats included)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = []
+        for key in dict.fromkeys([*before, *after]):
+            if key not in after:
+                out.append(f"{prefix}{key}: missing after")
+            elif key not in before:
+                out.append(f"{prefix}{key}: new after")
+            else:
+                out += differences(before[key], after[key], f"{prefix}{key}.")
+        return out
+    return [] if before == after else [f"{prefix.rstrip('.')}: {before!r} -> {after!r}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--record", type=Path, help="write the figures of every config here")
+    parser.add_argument("--check", type=Path, help="re-run and compare with this recording")
+    parser.add_argument("--only", nargs="*", default=None, help="a subset of the configs")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.one, args.out)))
+        return 0
+    names = args.only or list(RUNS)
+    if args.record:
+        results = run_all(names)
+        args.record.parent.mkdir(parents=True, exist_ok=True)
+        args.record.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        print(f"recorded {len(results)} configs in {args.record}")
+        return 0
+    if args.check:
+        recorded = json.loads(args.check.read_text())
+        results = run_all(names)
+        failed = False
+        for name in names:
+            diff = differences(recorded.get(name, {}), results[name])
+            failed |= bool(diff)
+            print(f"{name:<22} {'identical' if not diff else 'DIFFERS: ' + '; '.join(diff[:6])}")
+        return 1 if failed else 0
+    parser.error("give --record PATH or --check PATH")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The run directory: creating it, and closing it with the exported policy and summary.json.
+
+Every trainer (``train``, the PEFT comparison, the tuner) writes run directories through these
+helpers, so the layout and the run contract (docs/run-contract.md) live in one place.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from frugalrl import __version__
+from frugalrl.algos.base import Learner
+from frugalrl.checkpoint import CHECKPOINT_FILE, atomic_write_bytes
+from frugalrl.config import ExperimentConfig
+from frugalrl.cost import CostMeter
+from frugalrl.envs.wrappers import NormalizeObservation, find_wrapper
+from frugalrl.errors import FrugalError
+from frugalrl.evaluation import evaluate_policy
+from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.policy_store import save_policy
+
+TRACE_PLOT = "control_trace.png"  # off-policy runs: hyperparameters, exploration and replay over time
+# The run contract (shared/design.md): keys every summary.json carries, whatever else it adds.
+SUMMARY_KEYS = (
+    "env_id", "algo", "seed", "techniques", "real_env_steps", "virtual_env_steps", "forward_samples",
+    "backward_samples", "train_flops", "wall_s", "env_s", "learn_s", "peak_rss_mb", "eval_mean",
+    "eval_std", "eval_iqm", "eval_episodes", "mlflow_run_id",
+)  # fmt: skip
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise FrugalError("device = cuda but no CUDA device is visible; set device: cpu or auto")
+    return torch.device(name)
+
+
+def start_run_dir(config: ExperimentConfig, out: Path) -> torch.device:
+    """Create the run directory with the resolved config.yaml, set threads and seeds; the device to use."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "config.yaml", config.to_yaml().encode())
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    return resolve_device(config.device)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode())
+
+
+def export_policy(agent: Learner, config: ExperimentConfig) -> ExportedPolicy:
+    """A self-contained copy of the agent's policy, with the observation statistics baked in."""
+    normalizer = find_wrapper(agent.env, NormalizeObservation)
+    mean = var = None
+    if normalizer is not None:
+        mean = torch.as_tensor(normalizer.rms.mean, dtype=torch.float64)
+        var = torch.as_tensor(normalizer.rms.var, dtype=torch.float64)
+    return ExportedPolicy(
+        copy.deepcopy(agent.policy).cpu().eval(),
+        spec={"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")},
+        obs_mean=mean,
+        obs_var=var,
+        clip_obs=config.env.clip_obs,
+    )
+
+
+def finish_run(
+    config: ExperimentConfig,
+    out: Path,
+    agent: Learner,
+    meter: CostMeter,
+    tracker: Any,
+    device: torch.device,
+    *,
+    techniques: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Export, evaluate, write summary.json, log everything to MLflow.
+
+    The learner supplies its policy (``exported_policy()``, else the standard export), its
+    ``techniques`` (unless given), its own ``summary_extra()`` keys and the MLflow input example;
+    ``extra`` adds the caller's keys (multi-worker statistics).
+    """
+    policy = agent.exported_policy() or export_policy(agent, config)
+    extra = {**agent.summary_extra(), **(extra or {})}  # the learner's own keys: replay statistics, step kind
+    if config.algo != "ppo":  # off-policy learners: the meta-controller's trace
+        from frugalrl.meta.plot import plot_training_trace
+
+        plot_training_trace(out / "metrics.jsonl", out / TRACE_PLOT)
+    if techniques is None:
+        techniques = list(agent.techniques)
+    save_policy(out / "policy.pt", policy, config)
+    started = time.perf_counter()
+    result = evaluate_policy(policy, config.env, config.eval.episodes, config.eval.seed, config.eval.deterministic)
+    eval_s = time.perf_counter() - started
+
+    from frugalrl.tracking import git_commit
+
+    summary: dict[str, Any] = {
+        "env_id": config.env.id,
+        "algo": config.algo,
+        "seed": config.seed,
+        "techniques": techniques,
+        **meter.summary(),
+        **result.metrics(),
+        "eval_s": round(eval_s, 3),
+        "eval_returns": result.returns,
+        "updates": agent.update,
+        "flops_per_sample": meter.flops_per_sample,
+        "config_hash": config.hash(),
+        "git_commit": git_commit(),
+        "frugalrl_version": __version__,
+        "device": str(device),
+        "mlflow_run_id": tracker.run_id if tracker else None,
+        "model_uri": None,
+        **(extra or {}),
+    }
+    missing = set(SUMMARY_KEYS) - set(summary)
+    assert not missing, f"summary.json lacks run-contract keys {sorted(missing)}"
+    if tracker:
+        if config.tracking.log_model:
+            summary["model_uri"] = tracker.log_policy(policy, agent.model_example())
+        numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        tracker.log_metrics(numeric, step=agent.global_step)
+        write_json(out / "summary.json", summary)
+        for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", CHECKPOINT_FILE, TRACE_PLOT):
+            if (out / name).exists():
+                tracker.log_artifact(out / name, artifact_path="run")
+    else:
+        write_json(out / "summary.json", summary)
+    return summary

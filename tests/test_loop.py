@@ -1,0 +1,189 @@
+"""The run loop and its callbacks, the Learner protocol, and the run-directory module boundaries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import torch
+
+from frugalrl.algos.base import Learner, LearnerBase
+from frugalrl.checkpoint import load_checkpoint
+from frugalrl.cost import CostMeter
+from frugalrl.loop import Callback, Checkpointer, MetricsLog, OnUpdate, Throughput, run_loop
+
+from .conftest import REPO, tiny_config
+
+
+class FakeLearner(LearnerBase):
+    """The smallest learner: each update adds one 'episode return' and ``rollout_size`` steps."""
+
+    def __init__(self, num_updates: int = 5, rollout_size: int = 4):
+        self.config = tiny_config()
+        self.env = None
+        self.policy = torch.nn.Linear(1, 1)
+        self.meter = CostMeter()
+        self.update = 0
+        self.num_updates = num_updates
+        self.rollout_size = rollout_size
+        self.global_step = 0
+        self.next_obs = None
+        self.started_with: int | None = None
+
+    def start(self, seed: int) -> None:
+        self.started_with = seed
+        self.next_obs = torch.zeros(2, 1)
+
+    def run_update(self) -> dict[str, float]:
+        self.update += 1
+        self.global_step += self.rollout_size
+        return {"episode_return": float(self.update)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"format": "fake", "update": self.update, "global_step": self.global_step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.update, self.global_step = state["update"], state["global_step"]
+
+
+class Recorder(Callback):
+    def __init__(self, name: str, calls: list[tuple], stop_at: int | None = None):
+        self.name, self.calls, self.stop_at = name, calls, stop_at
+
+    def on_start(self, learner: Learner) -> None:
+        self.calls.append((self.name, "start"))
+
+    def on_update(self, learner: Learner, metrics: dict[str, Any]) -> bool | None:
+        self.calls.append((self.name, learner.update, dict(metrics)))
+        return False if learner.update == self.stop_at else None
+
+    def on_end(self, learner: Learner) -> None:
+        self.calls.append((self.name, "end"))
+
+
+def test_every_learner_implements_the_protocol():
+    from frugalrl.algos.dqn import DQN
+    from frugalrl.algos.ppo import PPO
+    from frugalrl.algos.sac import SAC
+    from frugalrl.latent.train import LatentCurriculum
+
+    assert isinstance(FakeLearner(), Learner)
+    for cls in (PPO, DQN, SAC, LatentCurriculum):
+        assert issubclass(cls, LearnerBase)
+    config = tiny_config()
+    from frugalrl.envs.factory import make_vec_env
+    from frugalrl.train import build_learner
+
+    env = make_vec_env(config.env, gamma=config.ppo.gamma)
+    agent = build_learner(config, env, CostMeter(), torch.device("cpu"))
+    env.close()
+    assert isinstance(agent, Learner) and agent.techniques == [] and agent.total_steps >= 1024
+
+
+def test_callbacks_run_in_order_after_every_update():
+    calls: list[tuple] = []
+    learner = FakeLearner(num_updates=3)
+    learner.start(0)
+    ran = run_loop(learner, [Recorder("a", calls), Recorder("b", calls)])
+    assert ran == 3 and learner.finished()
+    names = [c[:2] for c in calls]
+    assert names == [("a", "start"), ("b", "start"), ("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3),
+                     ("a", "end"), ("b", "end")]  # fmt: skip
+
+
+def test_a_callback_adds_metrics_for_the_ones_after_it():
+    calls: list[tuple] = []
+    learner = FakeLearner(num_updates=1)
+    learner.meter.seconds["env"] = 0.0
+    run_loop(learner, [Throughput(learner.meter), Recorder("after", calls)])
+    assert "sps" in calls[1][2] and calls[1][2]["episode_return"] == 1.0
+
+
+def test_returning_false_stops_early_and_the_run_ends_normally():
+    calls: list[tuple] = []
+    learner = FakeLearner(num_updates=10)
+    ran = run_loop(learner, [Recorder("stopper", calls, stop_at=3), Recorder("later", calls)])
+    assert ran == 3 and learner.update == 3 and not learner.finished()
+    assert ("later", 3) in [c[:2] for c in calls]  # the callbacks after it still saw the update
+    assert calls[-1] == ("later", "end")
+
+
+def test_a_raising_callback_aborts_like_the_tuners_pruning():
+    class Pruned(Exception):
+        pass
+
+    def prune(learner: Any, metrics: dict[str, float]) -> None:
+        if metrics["episode_return"] >= 2:
+            raise Pruned(f"pruned at step {learner.global_step}")
+
+    calls: list[tuple] = []
+    learner = FakeLearner(num_updates=10)
+    with pytest.raises(Pruned, match="pruned at step 8"):
+        run_loop(learner, [OnUpdate(prune), Recorder("after", calls)])
+    assert learner.update == 2 and ("after", "end") not in calls
+
+
+def test_checkpointer_writes_every_n_updates_and_after_the_last(tmp_path):
+    saved: list[int] = []
+
+    def state(learner: Any) -> dict[str, Any]:
+        saved.append(learner.update)
+        return learner.state_dict()
+
+    learner = FakeLearner(num_updates=5)
+    run_loop(learner, [Checkpointer(tmp_path / "checkpoint.pt", state, every=2)])
+    assert saved == [2, 4, 5]
+    assert load_checkpoint(tmp_path / "checkpoint.pt") == {"format": "fake", "update": 5, "global_step": 20}
+    saved.clear()
+    stopped = FakeLearner(num_updates=10)
+    run_loop(stopped, [Recorder("stop", [], stop_at=3), Checkpointer(tmp_path / "early.pt", state, every=2)])
+    assert saved == [2, 3]  # an early stop still leaves its last update to resume from
+
+
+def test_metrics_log_writes_the_learners_rows(tmp_path):
+    learner = FakeLearner(num_updates=2)
+    with (tmp_path / "metrics.jsonl").open("w") as handle:
+        run_loop(learner, [MetricsLog(handle)])
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows == [{"update": 1, "step": 4, "episode_return": 1.0}, {"update": 2, "step": 8, "episode_return": 2.0}]
+
+
+def test_train_takes_extra_callbacks_and_stops_early(tmp_path):
+    from frugalrl.train import train
+
+    seen: list[int] = []
+
+    class StopAfterThree(Callback):
+        def on_update(self, learner: Learner, metrics: dict[str, Any]) -> bool:
+            seen.append(learner.update)
+            return learner.update < 3  # tiny_config checkpoints every 2 updates: 3 is saved on the way out
+
+    summary = train(tiny_config(), tmp_path / "run", interactive=False, callbacks=[StopAfterThree()])
+    assert seen == [1, 2, 3] and summary["updates"] == 3
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 3
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["agent"]["update"] == 3
+
+
+def test_train_does_not_import_the_cli_and_python_m_frugalrl_runs_it():
+    code = "import sys, frugalrl.train, frugalrl.peft.compare, frugalrl.tuning; print('frugalrl.cli' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    for module in ("frugalrl/peft/compare.py", "frugalrl/tuning.py", "frugalrl/latent/train.py"):
+        text = (REPO / "src" / module).read_text()
+        assert "from frugalrl.train import start_run_dir" not in text and "import finish_run" not in text
+    proc = subprocess.run([sys.executable, "-m", "frugalrl", "train", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "--resume" in proc.stdout
+
+
+@pytest.mark.slow  # about 3 minutes on one core: six short training runs
+def test_summaries_match_the_recorded_baseline():
+    """The deterministic summary.json figures of short runs equal those recorded before the loop refactor."""
+    baseline = REPO / "benchmarks" / "results" / "summary_equivalence_before.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "summary_equivalence.py"), "--check", str(baseline)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
