@@ -5,7 +5,11 @@ A subclass builds its networks and optimizers, then implements ``choose_actions`
 ``optimizers`` (whose learning rate the controllers may change). This class does the rest:
 ``start``, ``collect`` (``train_freq`` steps of the N envs, every transition into the store),
 ``run_update`` (collect, then learn once ``learning_starts`` env steps have passed), episode
-statistics, and after every update the score stages and the meta-controller.
+statistics, and after every update the score stages and the hyper controller.
+
+Techniques are objects handed in, not flags checked in the loop: ``hyper`` (a
+``HyperController``: fixed hyperparameters, or the RMT meta-controller with ``meta.enabled``)
+and ``gradient_sync`` (a ``GradientSync``: local, or the workers' fusion under torchrun).
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.config import DQNConfig, ExperimentConfig, SACConfig
 from frugalrl.cost import CostMeter
-from frugalrl.meta import MetaController, ScoreStages
+from frugalrl.meta import HyperController, ScoreStages, build_hyper_controller
 from frugalrl.replay import ReplayStore, build_replay
 
 
@@ -42,7 +47,7 @@ def _single_precision(obs: np.ndarray) -> np.ndarray:
 
 class OffPolicyLearner(ABC):
     value_loss_key = "loss"
-    controls_exploration = True  # whether the meta-controller's exploration rule applies
+    tunable = ("learning_rate", "gamma", "exploration")  # the controller's adjustments this learner takes
 
     def __init__(
         self,
@@ -52,7 +57,11 @@ class OffPolicyLearner(ABC):
         meter: CostMeter,
         device: torch.device,
         initial_exploration: float,
+        *,
+        gradient_sync: GradientSync = LOCAL_SYNC,
+        hyper: HyperController | None = None,
     ):
+        """``hyper`` defaults to the controller the config's ``meta`` section asks for."""
         self.config = config
         self.hp = hp
         self.env = env
@@ -73,11 +82,12 @@ class OffPolicyLearner(ABC):
         self._obs_np: np.ndarray | None = None
         self.gamma = hp.gamma
         self.learning_rate = hp.learning_rate
-        self.meta = MetaController(config.meta, self.learning_rate, self.gamma, initial_exploration)
-        self.meta_on = config.meta.enabled
+        if hyper is None:
+            hyper = build_hyper_controller(config.meta, self.learning_rate, self.gamma, initial_exploration)
+        self.hyper: HyperController = hyper
         self.stages = ScoreStages(config.score_stages)
         self.techniques = rmt_techniques(config)
-        self.gradient_sync: Any = None  # multi-worker runs: fuses gradients (frugalrl.fusion)
+        self.gradient_sync = gradient_sync  # called after every backward(), before the optimizer step
 
     # ------------------------------------------------------------------ what a learner defines
     @abstractmethod
@@ -97,7 +107,7 @@ class OffPolicyLearner(ABC):
         return {}
 
     def exploration_signal(self, metrics: dict[str, float]) -> float | None:
-        """The entropy the meta-controller watches."""
+        """The entropy the hyper controller watches."""
         return None
 
     # ------------------------------------------------------------------ the loop
@@ -144,13 +154,11 @@ class OffPolicyLearner(ABC):
 
     # ------------------------------------------------------------------ hyperparameter control
     def control(self, metrics: dict[str, float]) -> None:
-        """Score stages and the meta-controller look at this update and may change lr / gamma / exploration."""
+        """Score stages and the hyper controller look at this update and may change lr / gamma / exploration."""
         changes = self.stages.observe(metrics.get("episode_return"), self.learning_rate, self.gamma)
-        if self.meta_on and self.value_loss_key in metrics:
-            for change in changes:  # stages move the controller's values too
-                self.meta.values[change.name] = change.new
-            decided = self.meta.observe(self.exploration_signal(metrics), metrics[self.value_loss_key])
-            changes += [c for c in decided if self.controls_exploration or c.name != "exploration"]
+        value_loss = metrics.get(self.value_loss_key)  # None until learning starts
+        decided = self.hyper.adjust(changes, self.exploration_signal(metrics), value_loss)
+        changes += [c for c in decided if c.name in self.tunable]
         for change in changes:
             if change.name == "learning_rate":
                 self.learning_rate = change.new
@@ -161,8 +169,7 @@ class OffPolicyLearner(ABC):
                 self.gamma = change.new
             print(f"step {self.global_step}: {change.line()}")
         metrics.update(learning_rate=self.learning_rate, gamma=self.gamma)
-        if self.meta_on:
-            metrics.update(self.meta.metrics())
+        metrics.update(self.hyper.metrics())
 
     # ------------------------------------------------------------------ state
     def base_state(self) -> dict[str, Any]:
@@ -176,7 +183,7 @@ class OffPolicyLearner(ABC):
             "recent_lengths": list(self.recent_lengths),
             "gamma": self.gamma,
             "learning_rate": self.learning_rate,
-            "meta": self.meta.state_dict(),
+            "meta": self.hyper.state_dict(),
             "stages_passed": self.stages.passed,
         }
 
@@ -188,5 +195,5 @@ class OffPolicyLearner(ABC):
         self.recent_returns.extend(state["recent_returns"])
         self.recent_lengths.extend(state["recent_lengths"])
         self.gamma, self.learning_rate = float(state["gamma"]), float(state["learning_rate"])
-        self.meta.load_state_dict(state["meta"])
+        self.hyper.load_state_dict(state["meta"])
         self.stages.passed = int(state["stages_passed"])

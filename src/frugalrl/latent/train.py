@@ -26,7 +26,7 @@ import torch
 from frugalrl.algos.ppo import PPO
 from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
-from frugalrl.cost import CostMeter
+from frugalrl.cost import CostMeter, count_virtual_steps
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, FrugalError
 from frugalrl.latent.adapter import EncodedActorCritic, lora_encoder, merged_encoder, trainable_parameters
@@ -212,8 +212,9 @@ def train_latent(config: ExperimentConfig, out_dir: str | Path, interactive: boo
     )  # fmt: skip
     real = PPO(real_config, real_env, meter, device)
     virtual = PPO(
-        virtual_config, virtual_env, meter, device, policy=real.policy, optimizer=real.optimizer, virtual=True
-    )
+        virtual_config, virtual_env, meter, device, policy=real.policy, optimizer=real.optimizer,
+        count_steps=count_virtual_steps,
+    )  # fmt: skip
     real.start(config.seed)
     virtual.start(config.seed)
     scheduler = CurriculumScheduler(config.latent.curriculum, config.ppo.total_timesteps)
