@@ -75,6 +75,7 @@ def test_the_meta_controller_injected_is_the_one_meta_enabled_builds():
 def test_fixed_hyperparameters_leave_the_plain_figures():
     agent, rows = _trained(dqn_config(), DQN_UPDATES)
     assert isinstance(agent.hyper, FixedHyperparameters) and agent.q_entropy is None  # nobody reads the entropy
+    assert agent.techniques == []
     assert not any(key.startswith("meta_") for row in rows for key in row)
     assert {row["learning_rate"] for row in rows} == {agent.hp.learning_rate}
     agent.global_step = agent.hp.total_timesteps
@@ -85,6 +86,7 @@ def test_fixed_hyperparameters_leave_the_plain_figures():
 class HalvingController:
     """A controller of our own: halves the learning rate after every learning update."""
 
+    technique = "halving_lr"
     uses_entropy = False
 
     def __init__(self) -> None:
@@ -117,7 +119,7 @@ def test_a_custom_hyper_controller_plugs_in_without_touching_the_learner(algo, c
     expected = 1e-3 * 0.5**controller.calls
     assert rows[-1]["learning_rate"] == pytest.approx(expected)
     assert all(g["lr"] == pytest.approx(expected) for opt in agent.optimizers() for g in opt.param_groups)
-    assert agent.state_dict()["meta"] == {"calls": controller.calls}
+    assert agent.state_dict()["meta"] == {"calls": controller.calls} and "halving_lr" in agent.techniques
     out = capsys.readouterr().out
     assert "meta: learning_rate" in out
     assert ("meta: exploration" in out) == (algo == "dqn")  # SAC takes no exploration adjustments

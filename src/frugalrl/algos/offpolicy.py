@@ -30,10 +30,10 @@ from frugalrl.meta import HyperController, ScoreStages, build_hyper_controller
 from frugalrl.replay import ReplayStore, build_replay
 
 
-def rmt_techniques(config: ExperimentConfig) -> list[str]:
-    """Names of the RMT parts a config switches on (for ``summary.json``'s ``techniques``)."""
+def rmt_techniques(config: ExperimentConfig, hyper: HyperController) -> list[str]:
+    """Names of the RMT parts a run uses (for ``summary.json``'s ``techniques``)."""
     parts = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
-    parts += ["meta_controller"] if config.meta.enabled else []
+    parts += [hyper.technique] if hyper.technique else []
     parts += ["boltzmann_exploration"] if config.algo == "dqn" and config.dqn.exploration == "boltzmann" else []
     parts += ["score_stages"] if config.score_stages.stages else []
     parts += ["fractal"] if config.policy.block == "fractal" else []
@@ -86,7 +86,7 @@ class OffPolicyLearner(ABC):
             hyper = build_hyper_controller(config.meta, self.learning_rate, self.gamma, initial_exploration)
         self.hyper: HyperController = hyper
         self.stages = ScoreStages(config.score_stages)
-        self.techniques = rmt_techniques(config)
+        self.techniques = rmt_techniques(config, self.hyper)
         self.gradient_sync = gradient_sync  # called after every backward(), before the optimizer step
 
     # ------------------------------------------------------------------ what a learner defines

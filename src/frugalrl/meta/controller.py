@@ -53,6 +53,7 @@ def _finite(value: Any) -> bool:
 class MetaController:
     """The RMT controller; a ``HyperController`` (``frugalrl.meta.hyper``)."""
 
+    technique = "meta_controller"
     uses_entropy = True  # the entropy change rate is one of its signals
 
     def __init__(self, config: MetaConfig, learning_rate: float, gamma: float, exploration: float):

@@ -18,6 +18,7 @@ from frugalrl.meta.controller import Adjustment, MetaController
 
 
 class HyperController(Protocol):
+    technique: str | None  # its name in summary.json's ``techniques``; None for none
     uses_entropy: bool  # whether the learner must measure its exploration signal for it
     exploration: float | None
 
@@ -35,6 +36,7 @@ class HyperController(Protocol):
 class FixedHyperparameters:
     """No controller: the configured values hold (only the score stages move them)."""
 
+    technique = None
     uses_entropy = False
     exploration: float | None = None
 
