@@ -168,3 +168,16 @@ class CostMeter:
         for key, value in state.items():
             setattr(self, key, value)
         self.started = time.perf_counter()
+
+
+# Who books a learner's env steps: a learner is handed one and calls it after every env step.
+StepCounter = Callable[[CostMeter, int], None]
+
+
+def count_real_steps(meter: CostMeter, steps: int) -> None:
+    meter.real_env_steps += steps
+
+
+def count_virtual_steps(meter: CostMeter, steps: int) -> None:
+    """Imagined steps (a world model's), which the real-step budget does not count."""
+    meter.virtual_env_steps += steps

@@ -23,6 +23,7 @@ import torch
 
 from frugalrl import __version__
 from frugalrl.algos.base import Learner, Snapshottable
+from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.ppo import PPO
 from frugalrl.checkpoint import (
     CHECKPOINT_FILE,
@@ -68,17 +69,23 @@ def build_selector(config: ExperimentConfig, agent: PPO, meter: CostMeter, devic
     return AllSamples(device)
 
 
-def build_learner(config: ExperimentConfig, env: Any, meter: CostMeter, device: torch.device) -> Learner:
+def build_learner(
+    config: ExperimentConfig,
+    env: Any,
+    meter: CostMeter,
+    device: torch.device,
+    gradient_sync: GradientSync = LOCAL_SYNC,
+) -> Learner:
     """The learner ``config.algo`` names, with its technique objects plugged in."""
     if config.algo == "dqn":
         from frugalrl.algos.dqn import DQN
 
-        return DQN(config, env, meter, device)
+        return DQN(config, env, meter, device, gradient_sync=gradient_sync)
     if config.algo == "sac":
         from frugalrl.algos.sac import SAC
 
-        return SAC(config, env, meter, device)
-    agent = PPO(config, env, meter, device)
+        return SAC(config, env, meter, device, gradient_sync=gradient_sync)
+    agent = PPO(config, env, meter, device, gradient_sync=gradient_sync)
     agent.selector = build_selector(config, agent, meter, device)
     return agent
 
@@ -173,10 +180,10 @@ def train(
 
         env = make_vec_env(config.env, gamma=config.algo_config.gamma)
         meter = CostMeter()
-        agent = build_learner(config, env, meter, device)  # the same initial weights on every worker
+        # the same initial weights on every worker; workers fuse their gradients through ``sync``
+        agent = build_learner(config, env, meter, device, sync or LOCAL_SYNC)
         rank = sync.rank if sync else 0
         if sync:
-            agent.gradient_sync = sync
             torch.manual_seed(config.seed + 1000 * rank)  # each worker samples its own actions and minibatches
             agent.seed_sampling(config.seed + 1000 * rank)
         if state is not None:

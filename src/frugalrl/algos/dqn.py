@@ -8,10 +8,12 @@ weighted by the replay's importance weights; the new |TD errors| go back to the 
 priorities. The target network is synced every ``target_update_interval`` env steps (or
 Polyak-averaged with ``tau < 1``). Truncated episodes bootstrap from their final observation.
 
-Optional parts of the RMT seed, each off by default and each one object or one branch:
+Optional parts of the RMT seed, each off by default and each one object handed in or built
+from its config section (the loop has no technique flags):
 ``replay.kind`` (prioritized or hot/warm/cold tiers), ``dqn.exploration: boltzmann``
 (epsilon-greedy mixed with softmax(Q / T), the temperature following the entropy of softmax(Q)),
-``meta.enabled`` (the meta-controller nudging lr, gamma and epsilon), ``score_stages`` (lr and
+``meta.enabled`` (the meta-controller nudging lr, gamma and epsilon: ``frugalrl.meta.hyper``),
+``score_stages`` (lr and
 gamma switched at return thresholds) and ``policy.block: fractal``. With all of them off this
 is plain Double DQN, parameter for parameter.
 
@@ -29,18 +31,45 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from frugalrl.algos.exploration import ActionRule, EpsilonSchedule, build_action_rule
+from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.offpolicy import OffPolicyLearner
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
+from frugalrl.meta import HyperController
 from frugalrl.nets.qnet import QNetwork, build_q_network
 
 
 class DQN(OffPolicyLearner):
     """The DQN learner; the same driving interface as ``PPO`` (``start``, ``run_update``, state)."""
 
-    def __init__(self, config: ExperimentConfig, env: gym.vector.VectorEnv, meter: CostMeter, device: torch.device):
-        super().__init__(config, config.dqn, env, meter, device, initial_exploration=config.dqn.exploration_final_eps)
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        env: gym.vector.VectorEnv,
+        meter: CostMeter,
+        device: torch.device,
+        *,
+        gradient_sync: GradientSync = LOCAL_SYNC,
+        hyper: HyperController | None = None,
+        action_rule: ActionRule | None = None,
+    ):
+        """``hyper`` and ``action_rule`` default to what the config's ``meta`` and ``dqn.exploration`` say."""
+        super().__init__(
+            config,
+            config.dqn,
+            env,
+            meter,
+            device,
+            initial_exploration=config.dqn.exploration_final_eps,
+            gradient_sync=gradient_sync,
+            hyper=hyper,
+        )
+        self.epsilon_schedule = EpsilonSchedule(self.hp)
+        self.action_rule: ActionRule = action_rule if action_rule is not None else build_action_rule(self.hp)
+        # the entropy of softmax(Q) is measured only when the action rule or the controller reads it
+        self.watch_q_entropy = self.action_rule.uses_entropy or self.hyper.uses_entropy
         self.policy: QNetwork = build_q_network(env.single_observation_space, env.single_action_space, config.policy)
         self.policy.to(device)
         self.target = copy.deepcopy(self.policy).requires_grad_(False)
@@ -55,13 +84,8 @@ class DQN(OffPolicyLearner):
     # ------------------------------------------------------------------ acting
     def epsilon(self) -> float:
         """Linear decay over ``exploration_fraction`` of the budget; afterwards the final value
-        (or the meta-controller's, when it is on)."""
-        hp = self.hp
-        span = hp.exploration_fraction * hp.total_timesteps
-        progress = min(1.0, self.global_step / span)
-        if progress >= 1.0 and self.meta_on:
-            return self.meta.exploration
-        return hp.exploration_initial_eps + progress * (hp.exploration_final_eps - hp.exploration_initial_eps)
+        (or the hyper controller's, when it has one)."""
+        return self.epsilon_schedule(self.global_step, self.hyper.exploration)
 
     def temperature(self) -> float:
         """Boltzmann temperature: high while softmax(Q) is flat (Q values undecided), low once peaked."""
@@ -70,22 +94,15 @@ class DQN(OffPolicyLearner):
 
     @torch.no_grad()
     def choose_actions(self, obs: np.ndarray) -> np.ndarray:
-        """Epsilon-greedy over the N envs; with ``exploration: boltzmann`` the non-random actions
-        are sampled from softmax(Q / T) instead of taking the argmax."""
+        """Epsilon-greedy over the N envs; the action rule picks the non-random actions (the argmax,
+        or with ``exploration: boltzmann`` a sample from softmax(Q / T))."""
         q = self.meter.run_counted("act", lambda: self.policy(torch.as_tensor(obs, device=self.device)), self.num_envs)
         self.meter.inference_samples += self.num_envs
-        boltzmann = self.hp.exploration == "boltzmann"
-        if boltzmann or self.meta_on:  # the entropy of softmax(Q) drives the temperature and the controller
+        if self.watch_q_entropy:
             flat = torch.softmax(q, dim=-1)
             entropy = float(-(flat * flat.clamp_min(1e-12).log()).sum(-1).mean() / np.log(self.policy.num_actions))
             self.q_entropy = entropy if self.q_entropy is None else 0.95 * self.q_entropy + 0.05 * entropy
-        if boltzmann:
-            probs = torch.softmax(q / self.temperature(), dim=-1)
-            cumulative = probs.cumsum(-1).cpu().numpy()
-            draws = self.rng.random((self.num_envs, 1))
-            actions = np.minimum((draws > cumulative).sum(-1), self.policy.num_actions - 1)
-        else:
-            actions = q.argmax(-1).cpu().numpy()
+        actions = self.action_rule(q, self.temperature(), self.rng)
         explore = self.rng.random(self.num_envs) < self.epsilon()
         actions[explore] = self.rng.integers(0, self.policy.num_actions, size=int(explore.sum()))
         return actions
@@ -131,8 +148,7 @@ class DQN(OffPolicyLearner):
             self.optimizer.zero_grad(set_to_none=True)
             self.meter.run_counted("backward", loss.backward, hp.batch_size)
             self.meter.backward_samples += hp.batch_size
-            if self.gradient_sync is not None:
-                self.gradient_sync(self.policy.parameters())
+            self.gradient_sync(self.policy.parameters())
             torch.nn.utils.clip_grad_norm_(self.policy.parameters(), hp.max_grad_norm)
             self.optimizer.step()
             self.meter.optimizer_steps += 1

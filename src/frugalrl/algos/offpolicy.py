@@ -5,7 +5,11 @@ A subclass builds its networks and optimizers, then implements ``choose_actions`
 ``optimizers`` (whose learning rate the controllers may change). This class does the rest:
 ``start``, ``collect`` (``train_freq`` steps of the N envs, every transition into the store),
 ``run_update`` (collect, then learn once ``learning_starts`` env steps have passed), episode
-statistics, and after every update the score stages and the meta-controller.
+statistics, and after every update the score stages and the hyper controller.
+
+Techniques are objects handed in, not flags checked in the loop: ``hyper`` (a
+``HyperController``: fixed hyperparameters, or the RMT meta-controller with ``meta.enabled``)
+and ``gradient_sync`` (a ``GradientSync``: local, or the workers' fusion under torchrun).
 """
 
 from __future__ import annotations
@@ -20,16 +24,17 @@ import numpy as np
 import torch
 
 from frugalrl.algos.base import LearnerBase
+from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.config import DQNConfig, ExperimentConfig, SACConfig
 from frugalrl.cost import CostMeter
-from frugalrl.meta import MetaController, ScoreStages
+from frugalrl.meta import HyperController, ScoreStages, build_hyper_controller
 from frugalrl.replay import ReplayStore, build_replay
 
 
-def rmt_techniques(config: ExperimentConfig) -> list[str]:
-    """Names of the RMT parts a config switches on (for ``summary.json``'s ``techniques``)."""
+def rmt_techniques(config: ExperimentConfig, hyper: HyperController) -> list[str]:
+    """Names of the RMT parts a run uses (for ``summary.json``'s ``techniques``)."""
     parts = [] if config.replay.kind == "uniform" else [f"replay_{config.replay.kind}"]
-    parts += ["meta_controller"] if config.meta.enabled else []
+    parts += [hyper.technique] if hyper.technique else []
     parts += ["boltzmann_exploration"] if config.algo == "dqn" and config.dqn.exploration == "boltzmann" else []
     parts += ["score_stages"] if config.score_stages.stages else []
     parts += ["fractal"] if config.policy.block == "fractal" else []
@@ -43,7 +48,7 @@ def _single_precision(obs: np.ndarray) -> np.ndarray:
 
 class OffPolicyLearner(LearnerBase, ABC):
     value_loss_key = "loss"
-    controls_exploration = True  # whether the meta-controller's exploration rule applies
+    tunable = ("learning_rate", "gamma", "exploration")  # the controller's adjustments this learner takes
 
     def __init__(
         self,
@@ -53,7 +58,11 @@ class OffPolicyLearner(LearnerBase, ABC):
         meter: CostMeter,
         device: torch.device,
         initial_exploration: float,
+        *,
+        gradient_sync: GradientSync = LOCAL_SYNC,
+        hyper: HyperController | None = None,
     ):
+        """``hyper`` defaults to the controller the config's ``meta`` section asks for."""
         self.config = config
         self.hp = hp
         self.env = env
@@ -74,11 +83,12 @@ class OffPolicyLearner(LearnerBase, ABC):
         self._obs_np: np.ndarray | None = None
         self.gamma = hp.gamma
         self.learning_rate = hp.learning_rate
-        self.meta = MetaController(config.meta, self.learning_rate, self.gamma, initial_exploration)
-        self.meta_on = config.meta.enabled
+        if hyper is None:
+            hyper = build_hyper_controller(config.meta, self.learning_rate, self.gamma, initial_exploration)
+        self.hyper: HyperController = hyper
         self.stages = ScoreStages(config.score_stages)
-        self.techniques = rmt_techniques(config)
-        self.gradient_sync: Any = None  # multi-worker runs: fuses gradients (frugalrl.fusion)
+        self.techniques = rmt_techniques(config, self.hyper)
+        self.gradient_sync = gradient_sync  # called after every backward(), before the optimizer step
 
     # ------------------------------------------------------------------ what a learner defines
     @abstractmethod
@@ -98,7 +108,7 @@ class OffPolicyLearner(LearnerBase, ABC):
         return {}
 
     def exploration_signal(self, metrics: dict[str, float]) -> float | None:
-        """The entropy the meta-controller watches."""
+        """The entropy the hyper controller watches."""
         return None
 
     # ------------------------------------------------------------------ the loop
@@ -149,13 +159,11 @@ class OffPolicyLearner(LearnerBase, ABC):
 
     # ------------------------------------------------------------------ hyperparameter control
     def control(self, metrics: dict[str, float]) -> None:
-        """Score stages and the meta-controller look at this update and may change lr / gamma / exploration."""
+        """Score stages and the hyper controller look at this update and may change lr / gamma / exploration."""
         changes = self.stages.observe(metrics.get("episode_return"), self.learning_rate, self.gamma)
-        if self.meta_on and self.value_loss_key in metrics:
-            for change in changes:  # stages move the controller's values too
-                self.meta.values[change.name] = change.new
-            decided = self.meta.observe(self.exploration_signal(metrics), metrics[self.value_loss_key])
-            changes += [c for c in decided if self.controls_exploration or c.name != "exploration"]
+        value_loss = metrics.get(self.value_loss_key)  # None until learning starts
+        decided = self.hyper.adjust(changes, self.exploration_signal(metrics), value_loss)
+        changes += [c for c in decided if c.name in self.tunable]
         for change in changes:
             if change.name == "learning_rate":
                 self.learning_rate = change.new
@@ -166,8 +174,7 @@ class OffPolicyLearner(LearnerBase, ABC):
                 self.gamma = change.new
             print(f"step {self.global_step}: {change.line()}")
         metrics.update(learning_rate=self.learning_rate, gamma=self.gamma)
-        if self.meta_on:
-            metrics.update(self.meta.metrics())
+        metrics.update(self.hyper.metrics())
 
     # ------------------------------------------------------------------ state
     def base_state(self) -> dict[str, Any]:
@@ -181,7 +188,7 @@ class OffPolicyLearner(LearnerBase, ABC):
             "recent_lengths": list(self.recent_lengths),
             "gamma": self.gamma,
             "learning_rate": self.learning_rate,
-            "meta": self.meta.state_dict(),
+            "meta": self.hyper.state_dict(),
             "stages_passed": self.stages.passed,
         }
 
@@ -193,5 +200,5 @@ class OffPolicyLearner(LearnerBase, ABC):
         self.recent_returns.extend(state["recent_returns"])
         self.recent_lengths.extend(state["recent_lengths"])
         self.gamma, self.learning_rate = float(state["gamma"]), float(state["learning_rate"])
-        self.meta.load_state_dict(state["meta"])
+        self.hyper.load_state_dict(state["meta"])
         self.stages.passed = int(state["stages_passed"])

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -25,10 +24,11 @@ import torch
 from torch import nn
 
 from frugalrl.algos.base import LearnerBase
+from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.optim_step import ClipAndStep
 from frugalrl.algos.ppo_step import STAT_NAMES, Minibatch, PPOStep, make_step
 from frugalrl.config import ExperimentConfig
-from frugalrl.cost import CostMeter
+from frugalrl.cost import CostMeter, StepCounter, count_real_steps
 from frugalrl.errors import TrainingDiverged
 from frugalrl.nets.policy import ActorCritic, ActOutput, build_actor_critic
 from frugalrl.selection import AllSamples, RolloutBatch, SampleSelector, Selection
@@ -52,16 +52,18 @@ class PPO(LearnerBase):
         *,
         policy: ActorCritic | None = None,
         optimizer: torch.optim.Optimizer | None = None,
-        virtual: bool = False,
+        count_steps: StepCounter = count_real_steps,
+        gradient_sync: GradientSync = LOCAL_SYNC,
         schedule: PPO | None = None,
         first_update: int = 0,
     ):
         """``policy`` / ``optimizer`` share a network with another learner (the latent curriculum's
-        real and virtual sources); ``virtual=True`` counts env steps as virtual, not real.
+        real and imagined sources); ``count_steps`` books the env steps (real, or
+        ``count_virtual_steps`` for a world model); ``gradient_sync`` runs after every backward().
         ``schedule``: follow that learner's lr / clip annealing (its update count) instead of this
         one's; ``first_update``: continue another learner's schedule from that many updates."""
         self.config = config
-        self.virtual = virtual
+        self.count_steps = count_steps
         self.hp = config.ppo
         self.env = env
         self.meter = meter
@@ -74,7 +76,7 @@ class PPO(LearnerBase):
         self._step: PPOStep | None = None  # built on first use: see ``step``
         self._params: list[nn.Parameter] = []
         self._optim: ClipAndStep | None = None
-        self.gradient_sync: Callable[..., None] | None = None  # multi-worker runs: fuses gradients
+        self.gradient_sync = gradient_sync  # multi-worker runs: fuses gradients
         self.optimizer = optimizer or torch.optim.Adam(
             self.policy.parameters(), lr=self.hp.learning_rate, eps=self.hp.adam_eps, **_fast_adam(device)
         )
@@ -140,10 +142,7 @@ class PPO(LearnerBase):
 
             with self.meter.timed("env"):
                 next_obs, reward, terminated, truncated, info = self.env.step(self._env_action(action))
-            if self.virtual:
-                self.meter.virtual_env_steps += self.num_envs
-            else:
-                self.meter.real_env_steps += self.num_envs
+            self.count_steps(self.meter, self.num_envs)
             self.global_step += self.num_envs
 
             # A time-limit truncation is not a real end: bootstrap from the final observation.
@@ -269,8 +268,7 @@ class PPO(LearnerBase):
             self._optim.zero_grad()
             self.meter.run_counted("backward", lambda o=out: step.backward(o), k)
             self.meter.backward_samples += k
-            if self.gradient_sync is not None:
-                self.gradient_sync(self._params)
+            self.gradient_sync(self._params)
             self._optim.step(hp.max_grad_norm)
             self.meter.optimizer_steps += 1
             stats.append(out.stats)

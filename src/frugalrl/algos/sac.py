@@ -27,10 +27,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.offpolicy import OffPolicyLearner
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
+from frugalrl.meta import HyperController
 from frugalrl.nets.policy import ActOutput
 from frugalrl.nets.torsos import MLP, default_init
 
@@ -106,10 +108,28 @@ class SAC(OffPolicyLearner):
     """The SAC learner; the same driving interface as ``PPO`` and ``DQN``."""
 
     value_loss_key = "critic_loss"
-    controls_exploration = False  # the temperature tunes exploration itself
+    tunable = ("learning_rate", "gamma")  # the temperature tunes exploration itself
 
-    def __init__(self, config: ExperimentConfig, env: gym.vector.VectorEnv, meter: CostMeter, device: torch.device):
-        super().__init__(config, config.sac, env, meter, device, initial_exploration=config.meta.exploration_bounds[0])
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        env: gym.vector.VectorEnv,
+        meter: CostMeter,
+        device: torch.device,
+        *,
+        gradient_sync: GradientSync = LOCAL_SYNC,
+        hyper: HyperController | None = None,
+    ):
+        super().__init__(
+            config,
+            config.sac,
+            env,
+            meter,
+            device,
+            initial_exploration=config.meta.exploration_bounds[0],
+            gradient_sync=gradient_sync,
+            hyper=hyper,
+        )
         obs_space, action_space = env.single_observation_space, env.single_action_space
         self.policy = build_sac_actor(obs_space, action_space, config).to(device)
         self.action_dim = int(np.prod(action_space.shape))
@@ -173,8 +193,7 @@ class SAC(OffPolicyLearner):
             critic_loss = (weights * ((q1 - targets) ** 2 + (q2 - targets) ** 2)).mean() / 2
             self.critic_optimizer.zero_grad(set_to_none=True)
             self.meter.run_counted("backward", critic_loss.backward, bs)
-            if self.gradient_sync is not None:
-                self.gradient_sync(self.critic.parameters(), "critic")
+            self.gradient_sync(self.critic.parameters(), "critic")
             self.critic_optimizer.step()
             self.meter.optimizer_steps += 1  # one per gradient update (critic, then the delayed actor and alpha)
 
@@ -184,8 +203,7 @@ class SAC(OffPolicyLearner):
                 loss = (a * logprob - q_new).mean()
                 self.actor_optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                if self.gradient_sync is not None:
-                    self.gradient_sync(self.policy.parameters(), "actor")
+                self.gradient_sync(self.policy.parameters(), "actor")
                 self.actor_optimizer.step()
                 return loss.detach(), logprob.detach()
 
@@ -197,8 +215,7 @@ class SAC(OffPolicyLearner):
                 alpha_loss = -(self.log_alpha * (logprob + self.target_entropy)).mean()
                 self.alpha_optimizer.zero_grad(set_to_none=True)
                 alpha_loss.backward()
-                if self.gradient_sync is not None:
-                    self.gradient_sync([self.log_alpha], "temperature")
+                self.gradient_sync([self.log_alpha], "temperature")
                 self.alpha_optimizer.step()
             with torch.no_grad():
                 for target, online in zip(self.critic_target.parameters(), self.critic.parameters(), strict=True):

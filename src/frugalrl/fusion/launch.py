@@ -28,7 +28,8 @@ def under_torchrun() -> bool:
 
 @dataclass
 class Synchronizer:
-    """One ``GradientFusion`` per parameter group a learner steps (policy, critic, temperature)."""
+    """A worker's ``GradientSync`` (``frugalrl.algos.gradient_sync``): one ``GradientFusion`` per
+    parameter group a learner steps (policy, critic, temperature)."""
 
     config: Any
     world_size: int

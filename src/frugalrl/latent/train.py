@@ -27,14 +27,14 @@ from frugalrl.algos.base import LearnerBase
 from frugalrl.algos.ppo import PPO
 from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
-from frugalrl.cost import CostMeter
+from frugalrl.cost import CostMeter, count_virtual_steps
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, FrugalError
 from frugalrl.latent.adapter import EncodedActorCritic, lora_encoder, merged_encoder, trainable_parameters
 from frugalrl.latent.curriculum import CurriculumScheduler
 from frugalrl.latent.dataset import collect_frames
-from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
 from frugalrl.latent.encoder import encode
+from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
 from frugalrl.latent.pretrain import train_latent_models
 from frugalrl.latent.store import LatentModels, load_latent, save_latent
 from frugalrl.nets.policy import ExportedPolicy
@@ -231,7 +231,7 @@ class LatentCurriculum(LearnerBase):
         # Virtual updates follow the real learner's lr / clip schedule without advancing it.
         self.virtual = PPO(
             virtual_config, self.virtual_env, meter, device,
-            policy=self.real.policy, optimizer=self.real.optimizer, virtual=True, schedule=self.real,
+            policy=self.real.policy, optimizer=self.real.optimizer, count_steps=count_virtual_steps, schedule=self.real,
         )  # fmt: skip
         self.policy = self.real.policy
         self.scheduler = CurriculumScheduler(config.latent.curriculum, config.ppo.total_timesteps)

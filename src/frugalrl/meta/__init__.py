@@ -2,6 +2,14 @@
 and the curriculum by score."""
 
 from frugalrl.meta.controller import Adjustment, MetaController
+from frugalrl.meta.hyper import FixedHyperparameters, HyperController, build_hyper_controller
 from frugalrl.meta.stages import ScoreStages
 
-__all__ = ["Adjustment", "MetaController", "ScoreStages"]
+__all__ = [
+    "Adjustment",
+    "FixedHyperparameters",
+    "HyperController",
+    "MetaController",
+    "ScoreStages",
+    "build_hyper_controller",
+]

@@ -51,6 +51,11 @@ def _finite(value: Any) -> bool:
 
 
 class MetaController:
+    """The RMT controller; a ``HyperController`` (``frugalrl.meta.hyper``)."""
+
+    technique = "meta_controller"
+    uses_entropy = True  # the entropy change rate is one of its signals
+
     def __init__(self, config: MetaConfig, learning_rate: float, gamma: float, exploration: float):
         self.config = config
         self.values = {
@@ -81,6 +86,15 @@ class MetaController:
     @property
     def exploration(self) -> float:
         return self.values["exploration"]
+
+    def adjust(self, applied: list[Adjustment], entropy: float | None, value_loss: float | None) -> list[Adjustment]:
+        """The learner's hook: nothing before learning starts (no value loss yet); otherwise take
+        the stages' changes into its own values, then ``observe`` this update."""
+        if value_loss is None:
+            return []
+        for change in applied:  # stages move the controller's values too
+            self.values[change.name] = change.new
+        return self.observe(entropy, value_loss)
 
     def observe(self, entropy: float | None, value_loss: float | None) -> list[Adjustment]:
         """Take one update's signals; every ``interval`` updates, return the adjustments made."""
