@@ -38,13 +38,18 @@ def file_store(tmp_path, monkeypatch):
     """A file-based MLflow tracking directory under tmp_path, with one run holding run/encoder.pt."""
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps file stores behind this switch
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    # A client and an experiment of its own: the fluent API's active experiment and tracking URI are
+    # process-wide and other tests set them.
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
+    client = mlflow.MlflowClient((tmp_path / "mlruns").as_uri())
+    run = client.create_run(client.create_experiment("artifacts"))
     payload = tmp_path / "payload"
     (payload / "nested").mkdir(parents=True)
     (payload / "nested" / "encoder.pt").write_bytes(b"weights")
-    with mlflow.start_run() as run:
-        mlflow.log_artifacts(str(payload), artifact_path="run")
-    return run.info.run_id
+    client.log_artifacts(run.info.run_id, str(payload), artifact_path="run")
+    client.set_terminated(run.info.run_id)
+    yield run.info.run_id
+    mlflow.set_tracking_uri(None)  # back to MLFLOW_TRACKING_URI / the default for the tests after this one
 
 
 def test_runs_uri_on_a_file_store(file_store, tmp_path):
