@@ -25,6 +25,7 @@ def test_metric_comparison_ignores_timing_and_finds_changes():
     assert compare_metrics(recorded, changed, 1e-3) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(git_dirty(), reason="the checkout has uncommitted changes: runs from it cannot be audited")
 def test_audit_reproduces_a_cpu_run_and_catches_a_tampered_record(tmp_path, capsys):
     mlflow.set_tracking_uri(check_tracking())

@@ -95,6 +95,7 @@ def _train(tmp_path, *extra: str, timeout: float = 600) -> subprocess.CompletedP
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_two_gloo_workers_train_and_report_bytes(tmp_path):
     proc = _train(tmp_path, "--set", "ppo.total_timesteps=2048")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -105,6 +106,7 @@ def test_two_gloo_workers_train_and_report_bytes(tmp_path):
     assert not (tmp_path / "run" / "rank1" / "checkpoint.pt").exists()  # rank 0 alone checkpoints
 
 
+@pytest.mark.slow
 def test_a_killed_worker_fails_the_job_within_the_timeout(tmp_path):
     cmd = [sys.executable, "-m", "frugalrl.cli", "train", str(REPO / "configs/cartpole-ppo.yaml"), "--workers", "2",
            "--out", str(tmp_path / "run"), "--set", "tracking.enabled=false", "--set", "distributed.timeout_s=20",

@@ -208,6 +208,7 @@ def test_linear_probe_recovers_a_linear_target():
 
 
 # ------------------------------------------------------------------ commands
+@pytest.mark.slow
 def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):
     config_file = tmp_path / "breakout.yaml"
     data = breakout().to_dict()
@@ -290,6 +291,7 @@ def test_local_latent_pipeline_steps_chain(tmp_path):
     assert "encoder and world model from" in run["encoder_note"] and run["model_uri"]
 
 
+@pytest.mark.slow
 def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_path):
     from frugalrl.latent.store import save_latent
     from frugalrl.train import train
@@ -307,6 +309,7 @@ def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_p
         torch.testing.assert_close(transferred.encoder.state_dict()[key], value)
 
 
+@pytest.mark.slow
 def test_lora_adapts_the_encoder_in_the_real_stage(tmp_path):
     from frugalrl.policy_store import load_policy_file
     from frugalrl.train import train

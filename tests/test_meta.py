@@ -101,6 +101,7 @@ def test_meta_controller_in_a_run_logs_its_values_and_explains_changes(tmp_path,
     assert "meta: learning_rate" in out and "value loss settled" in out
 
 
+@pytest.mark.slow
 def test_lunarlander_rmt_config_reports_tiers_and_final_hyperparameters(tmp_path):
     from frugalrl.config import load_config
 
@@ -118,6 +119,7 @@ def test_lunarlander_rmt_config_reports_tiers_and_final_hyperparameters(tmp_path
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_breakout_dqn_stores_frames_once_and_learns_from_stacks(tmp_path):
     from frugalrl.config import load_config
 

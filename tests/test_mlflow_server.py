@@ -108,6 +108,7 @@ TEST_PROFILE = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
 def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_path, capsys, monkeypatch):
     import yaml

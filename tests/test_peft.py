@@ -137,6 +137,7 @@ def test_dynamics_change_the_mujoco_model():
         make_vec_env(EnvConfig(id="CartPole-v1", num_envs=1, dynamics={"mass_scale": 2.0}))
 
 
+@pytest.mark.slow
 def test_compare_writes_table_plot_adapters_and_mlflow(tmp_path, capsys):
     """The quick config end to end (smaller still), then `peft apply` on one of its adapters."""
     overrides = ["sac.total_timesteps=300", "sac.learning_starts=100", "sac.batch_size=32", "peft.steps=120",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from mlflow import MlflowClient
 
@@ -26,6 +27,7 @@ def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
     assert train_outputs["metrics"]["artifactType"]["schemaTitle"] == "system.Metrics"
 
 
+@pytest.mark.slow
 def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     overrides = ["ppo.total_timesteps=1024", "ppo.update_epochs=2", "eval.episodes=5", "name=pipeline-test"]
     args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--root", str(tmp_path / "root")]
@@ -57,6 +59,7 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     assert str(client.get_model_version_by_alias("cartpole-policy", "challenger").version) == "2"
 
 
+@pytest.mark.slow
 def test_failed_step_is_one_clear_line(tmp_path, capsys):
     import pytest
 

@@ -114,6 +114,7 @@ def test_pipeline_gains_the_evaluator_branch_only_with_pivot(tmp_path):
     assert dataset["artifactType"]["schemaTitle"] == "system.Dataset"
 
 
+@pytest.mark.slow
 def test_local_pivot_pipeline_registers_policy_and_evaluator(tmp_path, capsys):
     overrides = [
         "ppo.total_timesteps=2048",

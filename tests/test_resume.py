@@ -49,6 +49,7 @@ def _policy_params(run_dir):
     return state["agent"]["policy"], state["agent"]["optimizer"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("selection", "compile_mode"), [("all", "auto"), ("pivot", "auto"), ("all", "off")])
 def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path, selection, compile_mode):
     """Bit-identical within one step kind: the fused step (``auto`` on CPU) and eager autograd."""

@@ -44,6 +44,7 @@ def test_squashed_gaussian_log_prob_matches_torch_distributions():
     assert (action[:, 0].abs() <= 2).all() and (action[:, 1] >= 0).all() and (action[:, 1] <= 1).all()
 
 
+@pytest.mark.slow
 def test_sac_run_writes_the_contract_and_reloads(tmp_path):
     summary = train(sac_config(replay={"kind": "prioritized"}), tmp_path / "run")
     assert summary["algo"] == "sac" and summary["real_env_steps"] == 400

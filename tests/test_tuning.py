@@ -67,6 +67,7 @@ def test_empty_space_is_a_config_error(tmp_path):
         tune(config, tmp_path / "t")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
 def test_two_workers_share_one_postgres_study(tmp_path):
     study = f"two-workers-{uuid.uuid4().hex[:8]}"
@@ -82,6 +83,7 @@ def test_two_workers_share_one_postgres_study(tmp_path):
     assert dirs == {"w0", "w1"}  # both workers took trials from the one study
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
 def test_killed_worker_trial_is_failed_and_retried_never_lost(tmp_path):
     study = f"killed-{uuid.uuid4().hex[:8]}"
