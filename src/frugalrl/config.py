@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from frugalrl.errors import ConfigError
 
@@ -157,7 +157,10 @@ class PPOConfig(_Strict):
 class ReplayConfig(_Strict):
     """The off-policy replay store: uniform, proportional prioritized, or hot/warm/cold tiers."""
 
-    kind: Literal["uniform", "prioritized", "tiered"] = "uniform"
+    kind: str = Field("uniform", description="a registered store (frugalrl.replay): uniform, prioritized, tiered")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the store's own settings, validated by the model it registers"
+    )
     capacity: int = Field(100_000, ge=2, description="transitions")
     max_bytes: int | None = Field(None, ge=1, description="memory budget of the store; the smaller limit wins")
     alpha: float = Field(0.6, ge=0.0, le=1.0, description="prioritized: P(i) ~ priority^alpha")
@@ -176,6 +179,23 @@ class ReplayConfig(_Strict):
         if min(self.tier_weights) < 0 or sum(self.tier_weights) <= 0:
             raise ValueError("replay.tier_weights must be non-negative with a positive sum")
         return self
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        from frugalrl.replay.registry import REPLAY_STORES  # imports the store modules on first use
+
+        REPLAY_STORES.entry(kind)
+        return kind
+
+    @field_validator("settings")
+    @classmethod
+    def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        from frugalrl.replay.registry import REPLAY_STORES
+
+        if "kind" in info.data:  # an unknown kind has its own error already
+            REPLAY_STORES.settings_for(info.data["kind"], settings)
+        return settings
 
 
 class DQNConfig(_Strict):
@@ -414,7 +434,10 @@ class LatentConfig(_Strict):
 class SelectionConfig(_Strict):
     """Which samples get compute: all (plain), pivot (importance), random or epochs (the two controls)."""
 
-    kind: Literal["all", "pivot", "random", "epochs"] = "all"
+    kind: str = Field("all", description="a registered selector (frugalrl.selectors): all, pivot, random, epochs")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the selector's own settings, validated by the model it registers"
+    )
     keep_fraction: float = Field(
         0.35, gt=0.0, le=1.0, description="random: share of samples kept; epochs: share of the epochs' samples"
     )
@@ -423,6 +446,23 @@ class SelectionConfig(_Strict):
         description="rollout / epoch: choose over the rollout each epoch, pack all epochs' (or each epoch's) "
         "kept samples into full minibatches (fewer optimizer steps); minibatch: thin each minibatch",
     )
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        from frugalrl.selectors import SELECTORS  # the registry imports its modules on first use
+
+        SELECTORS.entry(kind)
+        return kind
+
+    @field_validator("settings")
+    @classmethod
+    def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        from frugalrl.selectors import SELECTORS
+
+        if "kind" in info.data:  # an unknown kind has its own error already
+            SELECTORS.settings_for(info.data["kind"], settings)
+        return settings
 
 
 class EvalConfig(_Strict):

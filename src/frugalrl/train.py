@@ -44,7 +44,8 @@ from frugalrl.fusion.launch import under_torchrun
 from frugalrl.loop import Callback, Checkpointer, MetricsLog, OnUpdate, Progress, Throughput, Tracking, run_loop
 from frugalrl.progress import TrainingProgress
 from frugalrl.rundir import finish_run, start_run_dir
-from frugalrl.selection import AllSamples, FewerEpochs, RandomSkip, SampleSelector
+from frugalrl.selection import SampleSelector
+from frugalrl.selectors import SELECTORS, SelectorContext
 
 CHECKPOINT_FORMAT = "frugalrl-checkpoint-1"
 
@@ -54,19 +55,10 @@ def _base_env(env: Any) -> Any:
 
 
 def build_selector(config: ExperimentConfig, agent: PPO, meter: CostMeter, device: torch.device) -> SampleSelector:
-    """The ``SampleSelector`` the config asks for: all samples, PivotRL importance, or a control."""
-    selection = config.selection
-    if selection.kind == "random":
-        return RandomSkip(selection.keep_fraction, selection.packing, device)
-    if selection.kind == "epochs":
-        return FewerEpochs(selection.keep_fraction, device)
-    if selection.kind == "pivot":
-        from frugalrl.pivot import ImportanceSelector, initial_evaluator
-
-        evaluator, note = initial_evaluator(config.pivot, agent.env.single_observation_space)
-        print(f"pivot: {note}")
-        return ImportanceSelector(config.pivot, evaluator, agent.policy, meter, device, selection.packing)
-    return AllSamples(device)
+    """The ``SampleSelector`` registered under ``selection.kind`` (``frugalrl.selectors``)."""
+    settings = SELECTORS.settings_for(config.selection.kind, config.selection.settings)
+    context = SelectorContext(config, settings, agent.policy, agent.env.single_observation_space, meter, device)
+    return SELECTORS.entry(config.selection.kind).factory(context)
 
 
 def build_learner(

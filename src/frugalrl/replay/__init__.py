@@ -1,4 +1,4 @@
-"""Replay for off-policy learners: one storage, three ways to draw (``ReplayConfig.kind``)."""
+"""Replay for off-policy learners: one storage, a registered way to draw (``ReplayConfig.kind``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 
 from frugalrl.config import ReplayConfig
+from frugalrl.replay.registry import REPLAY_STORES
 from frugalrl.replay.storage import Transitions, TransitionStorage
 from frugalrl.replay.stores import PrioritizedReplay, ReplayStore, SumTree, TieredReplay, UniformReplay
 
@@ -27,17 +28,12 @@ def build_replay(
         config.max_bytes,
         frame_stack=obs_space.shape[0] if frames else 1,
     )
-    if config.kind == "prioritized":
-        return PrioritizedReplay(storage, seed, config.alpha, config.beta, config.beta_steps)
-    if config.kind == "tiered":
-        return TieredReplay(
-            storage, seed, config.tier_weights, config.hot_quantile, config.warm_quantile,
-            beta=config.beta, beta_steps=config.beta_steps,
-        )  # fmt: skip
-    return UniformReplay(storage, seed)
+    entry = REPLAY_STORES.entry(config.kind)
+    return entry.factory(storage, seed, config, REPLAY_STORES.settings_for(config.kind, config.settings))
 
 
 __all__ = [
+    "REPLAY_STORES",
     "PrioritizedReplay",
     "ReplayStore",
     "SumTree",

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from frugalrl.replay.registry import REPLAY_STORES
 from frugalrl.replay.storage import Transitions, TransitionStorage
 
 
@@ -305,3 +306,22 @@ class TieredReplay(ReplayStore):
             "replay_hot_threshold": hot if np.isfinite(hot) else None,
             "replay_warm_threshold": warm if np.isfinite(warm) else None,
         }
+
+
+# ----------------------------------------------------------------------------- registration
+@REPLAY_STORES.register("uniform")
+def uniform(storage: TransitionStorage, seed: int, config: Any, settings: Any) -> ReplayStore:
+    return UniformReplay(storage, seed)
+
+
+@REPLAY_STORES.register("prioritized")
+def prioritized(storage: TransitionStorage, seed: int, config: Any, settings: Any) -> ReplayStore:
+    return PrioritizedReplay(storage, seed, config.alpha, config.beta, config.beta_steps)
+
+
+@REPLAY_STORES.register("tiered")
+def tiered(storage: TransitionStorage, seed: int, config: Any, settings: Any) -> ReplayStore:
+    return TieredReplay(
+        storage, seed, config.tier_weights, config.hot_quantile, config.warm_quantile,
+        beta=config.beta, beta_steps=config.beta_steps,
+    )  # fmt: skip

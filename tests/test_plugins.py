@@ -1,0 +1,118 @@
+"""The selector and replay registries: a new kind is one module dropped into its package.
+
+The modules are the examples of docs/architecture.md, taken from the page as they stand, so
+the page cannot drift from what works.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import frugalrl.replay
+import frugalrl.selectors
+from frugalrl.config import ConfigError, validate_config
+from frugalrl.replay.registry import REPLAY_STORES
+from frugalrl.selectors import SELECTORS
+
+from .conftest import REPO, tiny_config
+from .test_dqn import dqn_config
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+
+def _example(first_line: str) -> str:
+    """The python block of docs/architecture.md whose first line is ``first_line``."""
+    for block in re.findall(r"```python\n(.*?)```", ARCHITECTURE.read_text(), flags=re.S):
+        if block.startswith(first_line + "\n"):
+            return block
+    raise AssertionError(f"docs/architecture.md has no example starting {first_line!r}")
+
+
+def _drop_module(monkeypatch, tmp_path: Path, package, first_line: str) -> str:
+    """Put the docs' module into ``package`` (through an extra path entry) for this test; its name."""
+    name = Path(first_line.removeprefix("# ")).name
+    tmp_path.mkdir()
+    (tmp_path / name).write_text(_example(first_line))
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    return f"{package.__name__}.{name.removesuffix('.py')}"
+
+
+@pytest.fixture
+def top_advantage(monkeypatch, tmp_path):
+    module = _drop_module(
+        monkeypatch, tmp_path / "module", frugalrl.selectors, "# src/frugalrl/selectors/top_advantage.py"
+    )
+    yield
+    SELECTORS.unregister("top_advantage")
+    sys.modules.pop(module, None)
+
+
+@pytest.fixture
+def recent_replay(monkeypatch, tmp_path):
+    module = _drop_module(monkeypatch, tmp_path / "module", frugalrl.replay, "# src/frugalrl/replay/recent.py")
+    yield
+    REPLAY_STORES.unregister("recent")
+    sys.modules.pop(module, None)
+
+
+def test_the_built_in_kinds_are_registered_by_their_modules():
+    assert SELECTORS.kinds() == ["all", "epochs", "pivot", "random"]
+    assert REPLAY_STORES.kinds() == ["prioritized", "tiered", "uniform"]
+
+
+@pytest.mark.parametrize(
+    ("section", "fragment"),
+    [
+        ({"selection": {"kind": "magic"}}, "selection.kind = 'magic': not a registered sample selector; known: all,"),
+        ({"replay": {"kind": "lifo"}}, "replay.kind = 'lifo': not a registered replay store; known: prioritized,"),
+        ({"selection": {"kind": "random", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
+    ],
+)
+def test_an_unknown_kind_or_stray_settings_are_one_line_errors(section, fragment):
+    with pytest.raises(ConfigError) as error:
+        validate_config({**section, "env": {"id": "CartPole-v1"}}, "bad.yaml")
+    assert fragment in str(error.value) and "\n" not in str(error.value), str(error.value)
+
+
+def test_a_selector_module_dropped_into_the_package_trains_without_other_changes(top_advantage, tmp_path):
+    from frugalrl.train import train
+
+    with pytest.raises(ConfigError, match=r"selection.settings = \{'keep': 2.0\}: keep: Input should be less"):
+        validate_config({"selection": {"kind": "top_advantage", "settings": {"keep": 2.0}}}, "bad.yaml")
+    with pytest.raises(ConfigError, match="keeep: unknown key for 'top_advantage'; allowed: keep"):
+        validate_config({"selection": {"kind": "top_advantage", "settings": {"keeep": 0.5}}}, "bad.yaml")
+
+    plain = train(tiny_config(), tmp_path / "plain")
+    config = tiny_config(selection={"kind": "top_advantage", "settings": {"keep": 0.25}})
+    summary = train(config, tmp_path / "top")
+    assert "top_advantage" in summary["techniques"]
+    assert summary["real_env_steps"] == plain["real_env_steps"]
+    # a quarter of the samples, packed: a quarter of the backward passes and fewer optimizer steps
+    assert summary["backward_samples"] == pytest.approx(0.25 * plain["backward_samples"], rel=0.05)
+    assert summary["optimizer_steps"] < plain["optimizer_steps"]
+
+
+def test_a_replay_module_dropped_into_the_package_serves_dqn(recent_replay, tmp_path):
+    from frugalrl.train import train
+
+    with pytest.raises(ConfigError, match="window: Input should be greater than or equal to 1"):
+        validate_config({"replay": {"kind": "recent", "settings": {"window": 0}}}, "bad.yaml")
+    config = dqn_config(replay={"kind": "recent", "settings": {"window": 20}})
+    summary = train(config, tmp_path / "recent")
+    assert "replay_recent" in summary["techniques"]
+    store = frugalrl.replay.build_replay(config.replay, *_spaces(config), num_envs=1)
+    assert type(store).__name__ == "RecentReplay" and store.window == 20
+
+
+def _spaces(config):
+    import gymnasium as gym
+
+    env = gym.make(config.env.id)
+    try:
+        return env.observation_space, env.action_space
+    finally:
+        env.close()
