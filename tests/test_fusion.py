@@ -15,7 +15,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from frugalrl.config import DistributedConfig
-from frugalrl.fusion import GradientFusion, Layout, decode, encode
+from frugalrl.fusion import Layout, decode, encode, make_fusion
 
 from .conftest import REPO
 
@@ -51,7 +51,7 @@ def _worker(rank: int, world: int, port: int, results: dict) -> None:
         config = DistributedConfig(mode=mode, topk=1.0, beta=0.0, value_dtype="float32")
         for p, g in zip(params, grads, strict=True):
             p.grad = g.clone()
-        fusion = GradientFusion(config, world)
+        fusion = make_fusion(config, world)
         fusion.synchronize(params)
         out[mode] = [p.grad.clone() for p in params]
         out[f"{mode}_bytes"] = (fusion.bytes_sent, fusion.dense_bytes)

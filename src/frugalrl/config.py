@@ -687,9 +687,16 @@ class ExperimentConfig(_Strict):
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     def hash(self) -> str:
-        """Content hash of the resolved config (stable across key order)."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        """Content hash of the resolved config (stable across key order).
+
+        An empty ``settings`` (a registered kind's own options, added after many checkpoints were
+        written) is left out, so configs that do not use it keep their hash and their checkpoints.
+        """
+        data = self.to_dict()
+        for section in ("selection", "replay"):
+            if data[section].get("settings") == {}:
+                del data[section]["settings"]
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

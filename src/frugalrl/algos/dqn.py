@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from frugalrl.algos.exploration import ActionRule, EpsilonSchedule, build_action_rule
+from frugalrl.algos.exploration import ActionRule, EpsilonSchedule, build_action_rule, entropy_watch
 from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.offpolicy import OffPolicyLearner
 from frugalrl.config import ExperimentConfig
@@ -69,14 +69,18 @@ class DQN(OffPolicyLearner):
         self.epsilon_schedule = EpsilonSchedule(self.hp)
         self.action_rule: ActionRule = action_rule if action_rule is not None else build_action_rule(self.hp)
         # the entropy of softmax(Q) is measured only when the action rule or the controller reads it
-        self.watch_q_entropy = self.action_rule.uses_entropy or self.hyper.uses_entropy
+        self.q_watch = entropy_watch(self.action_rule, self.hyper)
         self.policy: QNetwork = build_q_network(env.single_observation_space, env.single_action_space, config.policy)
         self.policy.to(device)
         self.target = copy.deepcopy(self.policy).requires_grad_(False)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hp.learning_rate)
         self.gradient_updates = 0
         self.last_target_sync = 0
-        self.q_entropy: float | None = None  # running normalised entropy of softmax(Q) on acted states
+
+    @property
+    def q_entropy(self) -> float | None:
+        """Running normalised entropy of softmax(Q) on acted states; None when nobody reads it."""
+        return self.q_watch.value
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.optimizer]
@@ -98,10 +102,7 @@ class DQN(OffPolicyLearner):
         or with ``exploration: boltzmann`` a sample from softmax(Q / T))."""
         q = self.meter.run_counted("act", lambda: self.policy(torch.as_tensor(obs, device=self.device)), self.num_envs)
         self.meter.inference_samples += self.num_envs
-        if self.watch_q_entropy:
-            flat = torch.softmax(q, dim=-1)
-            entropy = float(-(flat * flat.clamp_min(1e-12).log()).sum(-1).mean() / np.log(self.policy.num_actions))
-            self.q_entropy = entropy if self.q_entropy is None else 0.95 * self.q_entropy + 0.05 * entropy
+        self.q_watch.observe(q)
         actions = self.action_rule(q, self.temperature(), self.rng)
         explore = self.rng.random(self.num_envs) < self.epsilon()
         actions[explore] = self.rng.integers(0, self.policy.num_actions, size=int(explore.sum()))
@@ -201,4 +202,4 @@ class DQN(OffPolicyLearner):
         self.optimizer.load_state_dict(state["optimizer"])
         self.gradient_updates = int(state["gradient_updates"])
         self.last_target_sync = int(state["last_target_sync"])
-        self.q_entropy = state["q_entropy"]
+        self.q_watch.value = state["q_entropy"]

@@ -4,7 +4,9 @@
 that it is the hyper controller's exploration value when it has one, else the final value.
 The action rule picks the non-random actions from Q: ``GreedyActions`` (argmax) or
 ``BoltzmannActions`` (sampled from softmax(Q / T), ``dqn.exploration: boltzmann``). A rule
-with ``uses_entropy`` needs the learner's running entropy of softmax(Q) (through T).
+with ``uses_entropy`` needs the learner's running entropy of softmax(Q) (through T); so may the
+hyper controller. ``entropy_watch`` gives the learner a ``QEntropyWatch`` when anyone reads it
+and an ``Unwatched`` (which measures nothing) when nobody does.
 """
 
 from __future__ import annotations
@@ -53,6 +55,32 @@ class BoltzmannActions:
         cumulative = probs.cumsum(-1).cpu().numpy()
         draws = rng.random((q.shape[0], 1))
         return np.minimum((draws > cumulative).sum(-1), q.shape[-1] - 1)
+
+
+class QEntropyWatch:
+    """Running (EMA 0.95) entropy of softmax(Q) on the acted states, normalised to [0, 1] by log A."""
+
+    def __init__(self, value: float | None = None):
+        self.value = value
+
+    def observe(self, q: torch.Tensor) -> None:
+        flat = torch.softmax(q, dim=-1)
+        entropy = float(-(flat * flat.clamp_min(1e-12).log()).sum(-1).mean() / np.log(q.shape[-1]))
+        self.value = entropy if self.value is None else 0.95 * self.value + 0.05 * entropy
+
+
+class Unwatched:
+    """Nobody reads the entropy: nothing is measured, the value stays None."""
+
+    value: float | None = None
+
+    def observe(self, q: torch.Tensor) -> None:
+        return
+
+
+def entropy_watch(*readers: object) -> QEntropyWatch | Unwatched:
+    """A watch when any reader (action rule, hyper controller) has ``uses_entropy``."""
+    return QEntropyWatch() if any(getattr(r, "uses_entropy", False) for r in readers) else Unwatched()
 
 
 def build_action_rule(hp: DQNConfig) -> ActionRule:

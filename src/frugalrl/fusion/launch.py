@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from frugalrl.config import ExperimentConfig
-from frugalrl.fusion.sync import GradientFusion
+from frugalrl.fusion.sync import GradientFusion, make_fusion
 
 
 def under_torchrun() -> bool:
@@ -38,7 +38,7 @@ class Synchronizer:
 
     def __call__(self, params: Any, group: str = "policy") -> None:
         if group not in self.groups:
-            self.groups[group] = GradientFusion(self.config, self.world_size)
+            self.groups[group] = make_fusion(self.config, self.world_size)
         self.groups[group].synchronize(params)
 
     def summary(self) -> dict[str, float]:
