@@ -109,7 +109,11 @@ def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eva
 def _champion_line(client: Any, name: str) -> str:
     """``models:/NAME@champion`` with its score, and what became of the version this run registered."""
     newest = max(client.search_model_versions(f"name='{name}'"), key=lambda v: int(v.version))
-    champion = client.get_model_version_by_alias(name, "champion")
+    try:
+        champion = client.get_model_version_by_alias(name, "champion")
+    except Exception:  # MLflow raises on a missing alias: no version has earned it
+        reason = newest.tags.get("frugalrl.promotion", "no decision recorded")
+        return f"no champion for {name}: version {newest.version} kept as challenger ({reason})"
     score = champion.tags.get("frugalrl.score", "nan")
     verdict = "promoted" if champion.version == newest.version else "kept as challenger"
     return (f"champion: models:/{name}@champion (version {champion.version}, eval mean {float(score):.1f}); "

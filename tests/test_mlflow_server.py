@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 
 from frugalrl.cli import main
 from frugalrl.tracking import git_dirty
@@ -125,10 +126,18 @@ def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_pat
 
     client = MlflowClient(tracking_uri=mlflow_server)
     policies = ("cartpole-policy", "breakout-policy", "pendulum-policy", "pendulum-policy-adapted")
-    for name in (*policies, "cartpole-evaluator", "breakout-encoder"):
+    for name in ("cartpole-evaluator", "breakout-encoder"):
         assert client.get_model_version_by_alias(name, "champion").version == "1", name
-    champion = client.get_model_version_by_alias("cartpole-policy", "champion")
-    assert client.get_model_version_by_alias("cartpole-policy", "challenger").version == champion.version
+    for name in policies:  # a first version becomes champion only if it beats the random policy (tiny budgets here)
+        decided = client.get_model_version(name, "1").tags["frugalrl.promotion"]
+        if "first model beats the random policy" in decided:
+            assert client.get_model_version_by_alias(name, "champion").version == "1", name
+        else:
+            assert "first model does not beat the random policy" in decided, decided
+            with pytest.raises(MlflowException):
+                client.get_model_version_by_alias(name, "champion")
+    champion = client.get_model_version_by_alias("cartpole-policy", "challenger")  # this run's version, gated
+    assert champion.version == "1"
     assert champion.tags["frugalrl.promotion"] and len(json.loads(champion.tags["frugalrl.eval_returns"])) == 10
     run = client.get_run(champion.run_id)
     assert run.data.params["ppo.total_timesteps"] == "2048"
@@ -136,9 +145,9 @@ def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_pat
     assert tags["frugalrl.pipeline_run_id"] not in ("", "none") and "frugalrl.pkg.torch" in tags
     assert tags["frugalrl.lineage.evaluator"].startswith("models:/")  # which evaluator trained this policy
     assert any(k.startswith("ppo.learning_rate") for k in run.data.params)
-    latent = client.get_run(client.get_model_version_by_alias("breakout-policy", "champion").run_id)
+    latent = client.get_run(client.get_model_version_by_alias("breakout-policy", "challenger").run_id)
     assert latent.data.tags["frugalrl.lineage.encoder"].startswith("models:/")
-    adapted = client.get_model_version_by_alias("pendulum-policy-adapted", "champion")
+    adapted = client.get_model_version_by_alias("pendulum-policy-adapted", "challenger")
     assert adapted.tags["frugalrl.peft.method"] in ("full", "lora", "bitfit")
     assert adapted.tags["frugalrl.lineage.peft_source"].startswith("models:/")
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id, "run")}
@@ -148,7 +157,7 @@ def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_pat
     assert len(trials) >= 2  # one nested MLflow run per Optuna trial
     from frugalrl.policy_store import load_policy
 
-    assert load_policy("models:/pendulum-policy-adapted@champion").spec["env"]["id"] == "InvertedPendulum-v5"
+    assert load_policy("models:/pendulum-policy-adapted@challenger").spec["env"]["id"] == "InvertedPendulum-v5"
     if not git_dirty():  # the audit re-runs committed code only
         from frugalrl.audit import audit
 

@@ -29,7 +29,8 @@ def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_local_pipeline_run_registers_champion(tmp_path, capsys):
-    overrides = ["ppo.total_timesteps=1024", "ppo.update_epochs=2", "eval.episodes=5", "name=pipeline-test"]
+    # enough steps that the first version beats the random policy, as a first champion must
+    overrides = ["ppo.total_timesteps=8192", "eval.episodes=5", "name=pipeline-test"]
     args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--root", str(tmp_path / "root")]
     args += [arg for o in overrides for arg in ("--set", o)]
     main(args)
@@ -43,8 +44,9 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     run = client.get_run(champion.run_id)
     assert run.data.tags["frugalrl.pipeline_run_id"] not in ("", "none")
     assert run.data.metrics["eval_episodes"] == 5
-    assert run.data.metrics["real_env_steps"] == 1024
+    assert run.data.metrics["real_env_steps"] == 8192
     assert float(champion.tags["frugalrl.score"]) > 0
+    assert "first model beats the random policy" in champion.tags["frugalrl.promotion"]
     assert champion.tags["frugalrl.config_hash"] == run.data.tags["frugalrl.config_hash"]
 
     # A second run registers version 2; champion moves only if it evaluates better.

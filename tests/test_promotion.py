@@ -39,7 +39,7 @@ def test_margin_too_few_episodes_and_first_model():
     assert not decide(better, CHAMPION, PromotionConfig(min_improvement=50.0)).promoted
     few = decide(better[:3], CHAMPION[:3], PromotionConfig(min_episodes=5))
     assert not few.promoted and "fewer than 5" in few.reason
-    first = decide(CHAMPION, None, PromotionConfig())
+    first = decide(CHAMPION, None, PromotionConfig())  # no random-policy returns given: nothing to beat
     assert first.promoted and first.champion_mean is None
     constant = decide([200.0] * 10, [100.0] * 10, PromotionConfig())  # no spread: exact comparison
     assert constant.promoted and constant.p_value == 0.0
@@ -65,3 +65,46 @@ def test_gate_records_decision_in_registry(tmp_path):
     assert gate_promotion(name, v4, run_id, [r + 30 for r in CHAMPION], 10_000, PromotionConfig())["promoted"]
     assert str(client.get_model_version_by_alias(name, "champion").version) == v4
     assert "promotion_p_value" in client.get_run(run_id).data.metrics
+
+
+def test_a_first_version_must_beat_the_random_policy_on_the_same_seeds():
+    random = list(1.0 + RNG.normal(0, 0.8, 10).clip(-1.0))  # Breakout-like: a point or two per episode
+    idle = decide([0.0] * 10, None, PromotionConfig(), random_returns=random)
+    assert not idle.promoted and idle.against == "random policy"
+    assert idle.reason.startswith("first model does not beat the random policy (mean")
+    good = decide([r + 5 for r in random], None, PromotionConfig(test="bootstrap"), random_returns=random)
+    assert good.promoted and good.reason.startswith("first model beats the random policy")
+
+
+def test_random_policy_returns_repeat_and_sit_below_a_trained_policy():
+    from frugalrl.config import EnvConfig
+    from frugalrl.evaluation import random_policy_returns
+
+    env = EnvConfig(id="CartPole-v1")
+    first, again = random_policy_returns(env, 6, 10_000), random_policy_returns(env, 6, 10_000)
+    assert first.returns == again.returns and 8 <= np.mean(first.returns) <= 40  # CartPole's random floor ~22
+
+
+def test_gate_keeps_a_first_version_that_does_nothing_out_of_champion(tmp_path):
+    mlflow.set_tracking_uri(check_tracking())
+    summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
+    name, run_id, uri = "idle-policy", summary["mlflow_run_id"], summary["model_uri"]
+    client = MlflowClient()
+    v1 = register_model(uri, name, run_id, 0.0, "eval_mean")
+    called = []
+
+    def random_returns() -> list[float]:
+        called.append(1)
+        return [1.0, 2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+
+    result = gate_promotion(name, v1, run_id, [0.0] * 10, 10_000, PromotionConfig(), random_returns)
+    assert not result["promoted"] and result["champion_version"] is None and result["random_score"] == 1.3
+    assert "does not beat the random policy" in client.get_model_version(name, v1).tags["frugalrl.promotion"]
+    with pytest.raises(Exception, match="champion"):
+        client.get_model_version_by_alias(name, "champion")
+    v2 = register_model(uri, name, run_id, 9.0, "eval_mean")
+    assert gate_promotion(name, v2, run_id, [9.0] * 10, 10_000, PromotionConfig(), random_returns)["promoted"]
+    assert str(client.get_model_version_by_alias(name, "champion").version) == v2
+    v3 = register_model(uri, name, run_id, 20.0, "eval_mean")
+    gate_promotion(name, v3, run_id, [20.0] * 10, 10_000, PromotionConfig(), random_returns)
+    assert len(called) == 2  # with a champion in place, the random policy is not played

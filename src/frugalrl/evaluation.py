@@ -8,7 +8,9 @@ whatever it plays after that is discarded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -72,7 +74,37 @@ class EvalResult:
         return out
 
 
+Actor = Callable[[np.ndarray, Any], np.ndarray]  # (observations, the vector env) -> actions
+
+
 @torch.inference_mode()
+def play_episodes(act: Actor, env_config: EnvConfig, episodes: int, seed: int, batch: int = 10) -> EvalResult:
+    """Play ``episodes`` episodes with ``act`` (episode i from seed ``seed + i``) and summarise the returns."""
+    returns: list[float] = []
+    lengths: list[int] = []
+    for first in range(0, episodes, batch):
+        n = min(batch, episodes - first)
+        env = make_vec_env(env_config, num_envs=n, training=False)
+        try:
+            obs, _ = env.reset(seed=seed + first)
+            env.action_space.seed(seed + first)  # the random policy's draws repeat too
+            finished = np.zeros(n, dtype=bool)
+            chunk_returns = np.zeros(n)
+            chunk_lengths = np.zeros(n, dtype=np.int64)
+            while not finished.all():
+                obs, _, _, _, info = env.step(act(obs, env))
+                if "_episode" in info:
+                    newly = info["_episode"] & ~finished
+                    chunk_returns[newly] = info["episode"]["r"][newly]
+                    chunk_lengths[newly] = info["episode"]["l"][newly]
+                    finished |= newly
+        finally:
+            env.close()
+        returns.extend(chunk_returns.tolist())
+        lengths.extend(chunk_lengths.tolist())
+    return EvalResult.from_returns(returns, lengths)
+
+
 def evaluate_policy(
     policy: ExportedPolicy,
     env_config: EnvConfig,
@@ -84,31 +116,18 @@ def evaluate_policy(
 ) -> EvalResult:
     """Play ``episodes`` episodes (episode i from seed ``seed + i``) and summarise the returns."""
     policy = policy.to(device).eval()
-    returns: list[float] = []
-    lengths: list[int] = []
-    for first in range(0, episodes, batch):
-        n = min(batch, episodes - first)
-        env = make_vec_env(env_config, num_envs=n, training=False)
-        try:
-            obs, _ = env.reset(seed=seed + first)
-            finished = np.zeros(n, dtype=bool)
-            chunk_returns = np.zeros(n)
-            chunk_lengths = np.zeros(n, dtype=np.int64)
-            while not finished.all():
-                obs = obs.astype(np.float32) if obs.dtype == np.float64 else obs  # MuJoCo gives float64
-                action = policy.act(torch.as_tensor(obs, device=device), deterministic=deterministic)
-                action = action.cpu().numpy()
-                if not policy.actor_critic.discrete:
-                    space = env.single_action_space
-                    action = np.clip(action, space.low, space.high)
-                obs, _, _, _, info = env.step(action)
-                if "_episode" in info:
-                    newly = info["_episode"] & ~finished
-                    chunk_returns[newly] = info["episode"]["r"][newly]
-                    chunk_lengths[newly] = info["episode"]["l"][newly]
-                    finished |= newly
-        finally:
-            env.close()
-        returns.extend(chunk_returns.tolist())
-        lengths.extend(chunk_lengths.tolist())
-    return EvalResult.from_returns(returns, lengths)
+
+    def act(obs: np.ndarray, env: Any) -> np.ndarray:
+        obs = obs.astype(np.float32) if obs.dtype == np.float64 else obs  # MuJoCo gives float64
+        action = policy.act(torch.as_tensor(obs, device=device), deterministic=deterministic).cpu().numpy()
+        if not policy.actor_critic.discrete:
+            space = env.single_action_space
+            action = np.clip(action, space.low, space.high)
+        return action
+
+    return play_episodes(act, env_config, episodes, seed, batch)
+
+
+def random_policy_returns(env_config: EnvConfig, episodes: int = 20, seed: int = 10_000, batch: int = 10) -> EvalResult:
+    """The uniform random policy on the same episodes and seeds as ``evaluate_policy``: the floor to beat."""
+    return play_episodes(lambda obs, env: env.action_space.sample(), env_config, episodes, seed, batch)

@@ -8,6 +8,9 @@ returns pair up. Two tests, chosen in ``promotion.test``:
 - ``bootstrap``: paired bootstrap of the mean difference (challenger_i - champion_i); promote
   when the lower end of the (1 - 2 alpha) interval is above ``min_improvement``.
 
+A first version (no champion yet) faces the same test against the task's random policy on the
+same seeds, when those returns are given: a policy that does nothing never becomes champion.
+
 The decision carries its evidence (means, difference, p-value or interval, sample sizes, the
 test and thresholds), which goes to the registry as tags, to MLflow and into the report.
 """
@@ -35,6 +38,7 @@ class GateDecision:
     ci_high: float | None
     n_challenger: int
     n_champion: int
+    against: str = "champion"  # what the challenger was compared with: "champion" or "random policy"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,14 +64,35 @@ def paired_bootstrap(
     return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
 
 
-def decide(challenger: list[float], champion: list[float] | None, config: PromotionConfig) -> GateDecision:
-    """Whether ``challenger``'s evaluation returns beat ``champion``'s with support (``None``: no champion)."""
+def decide(
+    challenger: list[float],
+    champion: list[float] | None,
+    config: PromotionConfig,
+    random_returns: list[float] | None = None,
+) -> GateDecision:
+    """Whether ``challenger``'s evaluation returns beat ``champion``'s with support.
+
+    ``champion`` None: the first version. It is tested against ``random_returns`` (the random
+    policy on the same seeds) when given, and promoted unconditionally only when they are not.
+    """
     a = np.asarray(challenger, dtype=np.float64)
     base = {"test": config.test, "challenger_mean": float(a.mean()), "n_challenger": len(a)}
-    if champion is None:
+    if champion is None and random_returns is None:
         return GateDecision(True, "first model: no champion yet", champion_mean=None, difference=None,
                             p_value=None, ci_low=None, ci_high=None, n_champion=0, **base)  # fmt: skip
-    b = np.asarray(champion, dtype=np.float64)
+    against = "champion" if champion is not None else "random policy"
+    b = np.asarray(champion if champion is not None else random_returns, dtype=np.float64)
+    decision = _compare(a, b, config, base)
+    decision.against = against
+    if champion is None:
+        verdict = "beats" if decision.promoted else "does not beat"
+        decision.reason = f"first model {verdict} the random policy (mean {b.mean():.2f}) on the same seeds: " + (
+            decision.reason
+        )
+    return decision
+
+
+def _compare(a: np.ndarray, b: np.ndarray, config: PromotionConfig, base: dict[str, Any]) -> GateDecision:
     diff = float(a.mean() - b.mean())
     evidence = {"champion_mean": float(b.mean()), "difference": diff, "n_champion": len(b)}
     if len(a) < config.min_episodes or len(b) < config.min_episodes:

@@ -176,7 +176,13 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     lineage.update(pretrained_inputs(config))  # which encoder / evaluator trained this policy
     lineage.update(summary.get("lineage", {}))  # e.g. an adapted policy's source policy and PEFT method
     version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
-    decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion)
+
+    def random_returns() -> list[float]:  # what a first version must beat, on the same seeds
+        from frugalrl.evaluation import random_policy_returns
+
+        return random_policy_returns(config.env, len(eval_returns), eval_seed).returns
+
+    decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion, random_returns)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
 
 
@@ -213,6 +219,11 @@ def registration_markdown(result: dict[str, Any]) -> str:
         f"- reason: {result['reason']}\n"
         f"- challenger eval mean: {result['challenger_score']:.2f}\n"
         f"- champion eval mean before: {_maybe(result['champion_score'])}\n"
-        f"- champion version now: {result['champion_version']}\n"
+        + (
+            f"- random policy eval mean (same seeds): {_maybe(result['random_score'])}\n"
+            if result.get("random_score") is not None
+            else ""
+        )
+        + f"- champion version now: {result['champion_version'] or 'none yet'}\n"
         f"- logged model: `{result['model_uri']}`\n"
     )

@@ -8,6 +8,7 @@ Two promotion paths share one champion routine (``challenge``): ``promote_if_bet
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +88,20 @@ def promote_if_better(name: str, version: str, score: float) -> dict[str, Any]:
 
 
 def gate_promotion(
-    name: str, version: str, run_id: str, returns: list[float], eval_seed: int, promotion: PromotionConfig
+    name: str,
+    version: str,
+    run_id: str,
+    returns: list[float],
+    eval_seed: int,
+    promotion: PromotionConfig,
+    random_returns: Callable[[], list[float]] | None = None,
 ) -> dict[str, Any]:
     """Alias ``version`` as ``challenger``; move ``champion`` to it only if ``frugalrl.promotion``'s test says so.
 
     The evaluation returns and their seed are stored as version tags, so the next challenger is
     compared on the same seeds; the decision and its evidence go to the version's tags and to
-    the challenger's MLflow run.
+    the challenger's MLflow run. With no champion yet, ``random_returns()`` (the random policy on
+    the same seeds; called only then) is what a first version must beat.
     """
     client = registry_client()
     champion = challenge(client, name, version)
@@ -106,7 +114,8 @@ def gate_promotion(
         )  # fmt: skip
     else:
         theirs = json.loads(champion.tags["frugalrl.eval_returns"]) if champion is not None else None
-        decision = decide(returns, theirs, promotion)
+        baseline = random_returns() if champion is None and random_returns is not None else None
+        decision = decide(returns, theirs, promotion, baseline)
     if decision.promoted:
         client.set_registered_model_alias(name, "champion", version)
     client.set_model_version_tag(name, version, "frugalrl.promotion", decision.reason[:5000])
@@ -118,9 +127,10 @@ def gate_promotion(
             client.log_metric(run_id, f"promotion_{key}", float(value))
     return {
         **decision.as_dict(),
-        "champion_version": version if decision.promoted or champion is None else str(champion.version),
+        "champion_version": version if decision.promoted else (str(champion.version) if champion else None),
         "challenger_score": decision.challenger_mean,
-        "champion_score": decision.champion_mean,
+        "champion_score": decision.champion_mean if decision.against == "champion" else None,
+        "random_score": decision.champion_mean if decision.against == "random policy" else None,
     }
 
 
