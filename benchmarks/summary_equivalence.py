@@ -1,12 +1,19 @@
 """Bit-identity check for refactors: short runs of the shipped configs, their deterministic figures compared.
 
-    python benchmarks/summary_equivalence.py --record benchmarks/results/summary_equivalence_before.json
-    python benchmarks/summary_equivalence.py --check benchmarks/results/summary_equivalence_before.json
+    python benchmarks/summary_equivalence.py --record benchmarks/results/summary_equivalence_baseline.json
+    python benchmarks/summary_equivalence.py --check benchmarks/results/summary_equivalence_baseline.json
 
 Each config runs in its own process (one torch thread, the config's seed, tracking off) with
 overrides that make it take seconds. What is compared: every summary.json key except the
-clock, memory and provenance ones (``TIMING_KEYS``), plus a digest of metrics.jsonl without
-its throughput column. ``--check`` prints one line per config and exits 1 on any difference.
+clock, memory and provenance ones (``TIMING_KEYS``), plus metrics.jsonl without its throughput
+column (its rows and their digest). ``--check`` prints one line per config and exits 1 on any
+difference, with one allowance: on a CPU other than the recording's (model, torch's kernel
+capability, flags), the per-update metrics of a run may differ in float rounding (the latent
+runs' conv kernels take CPU-specific paths) while its summary figures stay exact.
+
+``summary_equivalence_before.json`` is the recording made before the run-loop refactor (digests
+only, another machine); ``summary_equivalence_baseline.json`` was recorded after checking that
+the code before and after this session's changes gives the same figures on this machine.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -47,20 +56,62 @@ RUNS: dict[str, tuple[str, list[str]]] = {
 TIMING_KEYS = {"wall_s", "env_s", "act_s", "learn_s", "eval_s", "peak_rss_mb", "peak_gpu_mb", "git_commit",
                "mlflow_run_id", "model_uri"}  # fmt: skip
 METRIC_TIMING_KEYS = {"sps"}
+FLOAT_RTOL, FLOAT_ATOL = 1e-4, 1e-7  # across CPU models only: float rounding of the same arithmetic
 
 
 def figures(run_dir: Path) -> dict[str, Any]:
-    """The deterministic part of a run directory: summary keys and a metrics.jsonl digest."""
+    """The deterministic part of a run directory: summary keys, metrics.jsonl's rows and their digest."""
     summary = json.loads((run_dir / "summary.json").read_text())
     kept = {k: v for k, v in summary.items() if k not in TIMING_KEYS}
     digest = hashlib.sha256()
-    lines = 0
+    rows = []
     for line in (run_dir / "metrics.jsonl").read_text().splitlines():
         row = {k: v for k, v in json.loads(line).items() if k not in METRIC_TIMING_KEYS}
         digest.update(json.dumps(row, sort_keys=True).encode())
-        lines += 1
-    kept["metrics_jsonl"] = {"lines": lines, "sha256": digest.hexdigest()}
+        rows.append(row)
+    kept["metrics_jsonl"] = {"lines": len(rows), "sha256": digest.hexdigest(), "rows": rows}
     return kept
+
+
+def _close(before: Any, after: Any) -> bool:
+    if isinstance(before, dict) and isinstance(after, dict):
+        return before.keys() == after.keys() and all(_close(before[k], after[k]) for k in before)
+    if isinstance(before, list) and isinstance(after, list):
+        return len(before) == len(after) and all(_close(a, b) for a, b in zip(before, after, strict=True))
+    if isinstance(before, float | int) and isinstance(after, float | int) and not isinstance(before, bool):
+        return math.isclose(before, after, rel_tol=FLOAT_RTOL, abs_tol=FLOAT_ATOL)
+    return before == after
+
+
+def verdict(before: dict[str, Any], after: dict[str, Any], same_cpu: bool) -> tuple[bool, str]:
+    """(ok, one line): summary figures must match exactly; on another CPU model, per-update metrics
+    may differ in float rounding (conv kernels pick CPU-specific code paths) but not beyond it."""
+    diff = differences(before, after)
+    if not diff:
+        return True, "identical"
+    only_metrics = all(d.startswith("metrics_jsonl.") for d in diff)
+    rows_before = before.get("metrics_jsonl", {}).get("rows")
+    rows_after = after.get("metrics_jsonl", {}).get("rows")
+    if only_metrics and not same_cpu and rows_before is not None and _close(rows_before, rows_after):
+        return True, f"summary identical; metrics.jsonl within float rounding (rel {FLOAT_RTOL:g}) on another CPU"
+    return False, "DIFFERS: " + "; ".join(d[:300] for d in diff[:6])
+
+
+def cpu_model() -> str:
+    """The CPU's model name, torch's kernel capability and a digest of its flags: what picks the code paths."""
+    import torch
+
+    model, flags = platform.processor() or "unknown", ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"{model}, {capability}, flags {hashlib.sha256(flags.encode()).hexdigest()[:8]}"
 
 
 def run_one(name: str, out: Path) -> dict[str, Any]:
@@ -122,19 +173,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = args.only or list(RUNS)
     if args.record:
-        results = run_all(names)
+        results = {"_machine": {"cpu": cpu_model()}, **run_all(names)}
         args.record.parent.mkdir(parents=True, exist_ok=True)
         args.record.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-        print(f"recorded {len(results)} configs in {args.record}")
+        print(f"recorded {len(results) - 1} configs in {args.record}")
         return 0
     if args.check:
         recorded = json.loads(args.check.read_text())
+        recorded_cpu = recorded.get("_machine", {}).get("cpu")
+        same_cpu = recorded_cpu == cpu_model()
+        if not same_cpu:
+            print(f"recorded on CPU {recorded_cpu!r}, checking on {cpu_model()!r}")
         results = run_all(names)
         failed = False
         for name in names:
-            diff = differences(recorded.get(name, {}), results[name])
-            failed |= bool(diff)
-            print(f"{name:<22} {'identical' if not diff else 'DIFFERS: ' + '; '.join(diff[:6])}")
+            ok, line = verdict(recorded.get(name, {}), results[name], same_cpu)
+            failed |= not ok
+            print(f"{name:<22} {line}")
         return 1 if failed else 0
     parser.error("give --record PATH or --check PATH")
     return 2

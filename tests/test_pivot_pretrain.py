@@ -129,7 +129,9 @@ def test_local_pivot_pipeline_registers_policy_and_evaluator(tmp_path, capsys):
     main(args)
     assert "registered cartpole-policy version 1" in capsys.readouterr().out
     client = MlflowClient()
-    policy = client.get_model_version_by_alias("cartpole-policy", "champion")
+    # 2 eval episodes are too few for the gate to back a first version against the random policy
+    policy = client.get_model_version_by_alias("cartpole-policy", "challenger")
+    assert "fewer than 5 evaluation episodes" in policy.tags["frugalrl.promotion"]
     evaluator = client.get_model_version_by_alias("cartpole-evaluator", "champion")
     assert client.get_run(policy.run_id).data.metrics["aux_flops"] > 0  # the evaluator was used
     assert evaluator.tags["frugalrl.score_name"] == "heldout_spearman"
