@@ -113,6 +113,13 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpus_text(affinity: object, total: object = None) -> str:
+    """``2 CPUs`` or, for a run pinned with ``taskset``, ``2 CPUs, this run pinned to 1``."""
+    if total is None or total == affinity:
+        return f"{affinity} CPUs (`nproc`)"
+    return f"{total} CPUs, this run pinned to {affinity} (`taskset`; `nproc` says {affinity})"
+
+
 def nproc() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -179,7 +186,7 @@ def machine_lines(command: str, load_start: str, load_end: str, extra: Sequence[
     lines = [
         f"- command: `{command}`",
         f"- date: {now()}; frugalrl commit {git_commit()}",
-        f"- machine: {nproc()} CPUs (`nproc`), {cpu_model()} (`lscpu` model name), GPU: {gpu_name()}",
+        f"- machine: {cpus_text(nproc(), os.cpu_count())}, {cpu_model()} (`lscpu` model name), GPU: {gpu_name()}",
         f"- versions: {version_text}",
         f"- load average (1/5/15 min) at start: {load_start}; at end: {load_end}",
     ]
@@ -251,7 +258,7 @@ def new_batch_id() -> str:
 
 
 def machine_facts() -> dict[str, object]:
-    return {"nproc": nproc(), "cpu": cpu_model(), "gpu": gpu_name()}
+    return {"nproc": nproc(), "cpus_total": os.cpu_count(), "cpu": cpu_model(), "gpu": gpu_name()}
 
 
 def batch_common(**extra: object) -> dict[str, object]:
@@ -314,7 +321,8 @@ def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
         f"- command: {', '.join(f'`{c}`' for c in commands)}",
         f"- date: {first.get('timestamp')} to {last.get('timestamp')}; frugalrl commit {', '.join(commits)}; "
         f"results: `{where}`, batch {', '.join(f'`{b}`' for b in batches)}",
-        f"- machine: {machine.get('nproc', '?')} CPUs (`nproc`), {machine.get('cpu', '?')} (`lscpu` model name), "
+        f"- machine: {cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
+        f"{machine.get('cpu', '?')} (`lscpu` model name), "
         f"GPU: {machine.get('gpu', '?')}",
         f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
         f"- load average (1/5/15 min) before the first run: {first.get('load_before')}; after the last: "

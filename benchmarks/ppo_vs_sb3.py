@@ -672,7 +672,8 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         f"- command: {', '.join(f'`{c}`' for c in commands)}",
         f"- date: {first['timestamp']} to {last['timestamp']}; frugalrl commit {', '.join(commits)}; "
         f"results: `benchmarks/results/ppo_vs_sb3.jsonl`, batch `{first['batch']}`",
-        f"- machine: {machine.get('nproc', '?')} CPUs (`nproc`), {machine.get('cpu', '?')} (`lscpu` model name), "
+        f"- machine: {_report.cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
+        f"{machine.get('cpu', '?')} (`lscpu` model name), "
         f"GPU: {machine.get('gpu', '?')}",
         f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
         f"- load average (1/5/15 min) at start: {first['load_before']}; at end: {last['load_after']}; "
