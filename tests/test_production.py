@@ -115,13 +115,18 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
 
     run = tmp_path / "run"
     train(tiny_config(), run, interactive=False)
-    baseline_free = report_step({"policy": str(run)}, ["# cartpole-policy version 3\n- decision: kept"],
-                                str(tmp_path / "report.html"))  # fmt: skip
+    decision = "# cartpole-policy version 3\n\n- decision: kept as **challenger**\n- reason: `Welch` p = 0.3"
+    baseline_free = report_step({"policy": str(run)}, [decision], str(tmp_path / "report.html"))
     text = (tmp_path / "report.html").read_text()
     assert baseline_free["mlflow_run_id"] is None
     assert "<h2>Learning curves</h2>" in text and "data:image/png;base64," in text
     assert "Cost per stage" in text
-    assert "decision: kept" in text
+    # Markdown becomes HTML, not a preformatted block of source
+    assert "<li>decision: kept as <strong>challenger</strong></li>" in text and "<code>Welch</code>" in text
+    assert "<pre>" not in text and "**" not in text
+    # the policy plays in the page: its recorded episode, inline
+    assert "<h2>The policies playing</h2>" in text and "data:image/gif;base64," in text
+    assert (tmp_path / "videos" / "policy.gif").is_file()
     from frugalrl.report import RunInput, build_report
 
     with_baseline = build_report([RunInput("pivot", run)], baseline=RunInput("ppo", run))
@@ -144,3 +149,15 @@ def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):
     assert params["namespace"]["componentInputParameter"] == "training_namespace"
     producer = tasks["evaluate"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]["producerTask"]
     assert producer == "train-distributed"
+
+
+def test_report_markdown_becomes_tables_lists_and_headings():
+    from frugalrl.report import _markdown
+
+    source = "# PEFT\n\n| method | return |\n| --- | ---: |\n| lora | **76.7** |\n\n- one `x`\n- two\n\ntext <b>"
+    html = _markdown(source)
+    assert html == (
+        "<h3>PEFT</h3><table><tr><th>method</th><th>return</th></tr><tr><td>lora</td>"
+        "<td><strong>76.7</strong></td></tr></table><ul><li>one <code>x</code></li><li>two</li></ul>"
+        "<p>text &lt;b&gt;</p>"
+    )

@@ -347,6 +347,9 @@ def evaluate(
     seed: Annotated[int, typer.Option(min=0)] = 10_000,
     stochastic: Annotated[bool, typer.Option(help="Sample actions instead of taking the mode.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    video: Annotated[
+        Path | None, typer.Option(help="Also record one deterministic episode (seed --seed) as a GIF here.")
+    ] = None,
 ) -> None:
     """Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."""
     from frugalrl.config import EnvConfig
@@ -366,6 +369,15 @@ def evaluate(
         typer.echo(
             f"{env_config.id}: mean {result.mean:.2f}  std {result.std:.2f}  IQM {result.iqm:.2f}  "
             f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)"
+        )
+    if video is not None:
+        from frugalrl.video import record_episode
+
+        recorded = record_episode(policy, env_config, video, seed=seed)
+        typer.echo(
+            f"video: {recorded['path']} (episode from seed {seed}: return {recorded['episode_return']:.1f}, "
+            f"{recorded['episode_steps']} steps, {recorded['frames']} frames)",
+            err=json_out,  # --json keeps stdout one JSON document
         )
 
 

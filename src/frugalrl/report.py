@@ -3,7 +3,8 @@
 Sections, each present when its input is: learning curves of every training run (running
 episode return against real env steps), the cost breakdown per stage (training FLOPs, env
 steps, wall-clock), technique-vs-baseline ratios when a baseline run is given, the PEFT
-comparison (its table and plot), the promotion decisions, and any latent visualisation PNG.
+comparison (its table and plot), the promotion decisions, any latent visualisation PNG, and
+each policy's recorded episode (``frugalrl.video``) as an inline GIF.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import base64
 import html
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,8 +99,60 @@ def _ratios(runs: list[RunInput], baseline: RunInput) -> str:
     return _table(["run", "FLOPs / baseline", "backward samples / baseline", "time / baseline", "return"], rows)
 
 
-def _markdown_block(text: str) -> str:
-    return f"<pre>{html.escape(text)}</pre>"
+def _inline(text: str) -> str:
+    """Escaped text with the Markdown this project writes inline: **bold** and `code`."""
+    text = html.escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
+def _markdown(text: str) -> str:
+    """HTML for the Markdown the pipeline writes (headings, bullet lists, pipe tables, paragraphs)."""
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].strip().startswith("|"):
+                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+                if not all(set(c) <= set("-: ") for c in cells):  # skip the |---| separator
+                    rows.append(cells)
+                i += 1
+            head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) if rows else ""
+            body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
+            out.append(f"<table><tr>{head}</tr>{body}</table>")
+            continue
+        if line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].strip().startswith("- "):
+                items.append(f"<li>{_inline(lines[i].strip()[2:])}</li>")
+                i += 1
+            out.append(f"<ul>{''.join(items)}</ul>")
+            continue
+        if line.startswith("#"):
+            level = min(6, 2 + len(line) - len(line.lstrip("#")))
+            out.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
+        elif line:
+            out.append(f"<p>{_inline(line)}</p>")
+        i += 1
+    return "".join(out)
+
+
+def _videos(videos: list[tuple[str, Path | str]]) -> str:
+    """Each policy's recorded episode (an inline GIF), or the one line saying why there is none."""
+    parts = []
+    for label, video in videos:
+        if isinstance(video, Path):
+            encoded = base64.b64encode(video.read_bytes()).decode()
+            parts.append(
+                f'<figure><img alt="{html.escape(label)} episode" src="data:image/gif;base64,{encoded}">'
+                f"<figcaption>{html.escape(label)}</figcaption></figure>"
+            )
+        else:
+            parts.append(f"<p>{html.escape(label)}: no video ({html.escape(video)})</p>")
+    return "".join(parts)
 
 
 def build_report(
@@ -108,24 +162,30 @@ def build_report(
     peft_dir: Path | None = None,
     images: list[Path] | None = None,
     title: str = "frugalrl pipeline report",
+    videos: list[tuple[str, Path | str]] | None = None,
 ) -> str:
-    """The report's HTML."""
+    """The report's HTML; ``videos`` pairs a label with its episode GIF or the reason it has none."""
     parts = [f"<h1>{html.escape(title)}</h1>"]
+    if videos:
+        parts += ["<h2>The policies playing</h2>", _videos(videos)]
     if runs:
         parts += ["<h2>Learning curves</h2>", _curves(runs), "<h2>Cost per stage</h2>", _cost(runs)]
     if baseline is not None and runs:
         parts += [f"<h2>Technique vs baseline ({html.escape(baseline.label)})</h2>", _ratios(runs, baseline)]
     if peft_dir is not None and (peft_dir / "peft_table.md").is_file():
-        parts += ["<h2>PEFT comparison</h2>", _markdown_block((peft_dir / "peft_table.md").read_text())]
+        parts += ["<h2>PEFT comparison</h2>", _markdown((peft_dir / "peft_table.md").read_text())]
         plot = peft_dir / "peft_plot.png"
         if plot.is_file():
             parts.append(f'<img alt="peft" src="data:image/png;base64,{base64.b64encode(plot.read_bytes()).decode()}">')
     if decisions:
-        parts += ["<h2>Promotion decisions</h2>", *[_markdown_block(d) for d in decisions]]
+        parts += ["<h2>Promotion decisions</h2>", *[_markdown(d) for d in decisions]]
     for image in images or []:
         encoded = base64.b64encode(image.read_bytes()).decode()
         img = f'<img alt="{image.stem}" src="data:image/png;base64,{encoded}">'
         parts += [f"<h2>{html.escape(image.stem)}</h2>", img]
-    style = "body{font-family:sans-serif;max-width:1000px;margin:2em auto}td,th{border:1px solid #ccc;padding:4px 8px}"
+    style = (
+        "body{font-family:sans-serif;max-width:1000px;margin:2em auto}td,th{border:1px solid #ccc;padding:4px 8px}"
+        "table{border-collapse:collapse;margin:1em 0}img{max-width:100%}figure{display:inline-block;margin:0 1em 1em 0}"
+    )
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>" \
            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"  # fmt: skip

@@ -7,11 +7,12 @@ so every step can also run, and be tested, without Kubeflow.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from frugalrl.config import ExperimentConfig, config_from_yaml_text
-from frugalrl.errors import PipelineFailed
+from frugalrl.errors import FrugalError, PipelineFailed
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
 from frugalrl.tracking.registry import gate_promotion, register_model
@@ -194,16 +195,41 @@ def report_step(
 
     inputs = [RunInput(label, Path(path)) for label, path in runs.items()]
     images = [p for run in inputs for p in sorted(run.directory.glob("*.png")) if "latent" in p.name]
-    text = build_report(inputs, decisions, peft_dir=Path(peft_dir) if peft_dir else None, images=images)
+    videos = record_videos(inputs, Path(out_html).parent / "videos")
+    text = build_report(inputs, decisions, peft_dir=Path(peft_dir) if peft_dir else None, images=images, videos=videos)
     Path(out_html).write_text(text)
     run_id = inputs[0].summary.get("mlflow_run_id") if inputs else None
-    if run_id:
+    if run_id or any(run.summary.get("mlflow_run_id") for run in inputs):
         import mlflow
 
         mlflow.set_tracking_uri(check_tracking())
-        with mlflow.start_run(run_id=run_id):
-            mlflow.log_artifact(out_html, artifact_path="report")
+        if run_id:
+            with mlflow.start_run(run_id=run_id):
+                mlflow.log_artifact(out_html, artifact_path="report")
+        for run, (_, video) in zip(inputs, videos, strict=True):  # each episode next to its policy's run
+            if isinstance(video, Path) and run.summary.get("mlflow_run_id"):
+                with mlflow.start_run(run_id=run.summary["mlflow_run_id"]):
+                    mlflow.log_artifact(str(video), artifact_path="video")
     return {"html": out_html, "mlflow_run_id": run_id}
+
+
+def record_videos(runs: list[Any], out_dir: Path, seed: int = 10_000) -> list[tuple[str, Path | str]]:
+    """One recorded episode (GIF) per run that holds a policy, or the one-line reason it has none."""
+    from frugalrl.policy_store import load_policy_file
+    from frugalrl.video import record_episode
+
+    videos: list[tuple[str, Path | str]] = []
+    for run in runs:
+        if not (run.directory / "policy.pt").is_file():
+            continue
+        try:
+            policy, config = load_policy_file(run.directory)
+            path = out_dir / f"{re.sub(r'[^A-Za-z0-9_-]+', '-', run.label)}.gif"
+            recorded = record_episode(policy, config.env, path, seed=seed)
+            videos.append((f"{run.label}: episode from seed {seed}, return {recorded['episode_return']:.1f}", path))
+        except FrugalError as exc:  # no GL for MuJoCo, say: the report says so instead of failing
+            videos.append((run.label, str(exc)))
+    return videos
 
 
 def _maybe(value: float | None) -> str:

@@ -113,7 +113,9 @@ class PPO(LearnerBase):
 
     # ------------------------------------------------------------------ helpers
     def _to_tensor(self, obs: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(obs, device=self.device)
+        tensor = torch.as_tensor(obs, device=self.device)
+        # MuJoCo gives float64 (normalize_obs casts it; without it, the networks need float32 too)
+        return tensor.float() if tensor.dtype == torch.float64 else tensor
 
     def _env_action(self, action: torch.Tensor) -> np.ndarray:
         if self.continuous:  # sample unclipped, step clipped (log-probs stay exact)

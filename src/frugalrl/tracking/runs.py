@@ -66,19 +66,31 @@ class RunTracker:
         self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
 
     def log_policy(self, policy: Any, input_example: np.ndarray) -> str:
-        """Log the exported policy as an MLflow PyTorch model; returns its model URI."""
+        """Log the exported policy as an MLflow PyTorch model; returns its model URI.
+
+        frugalrl's classes are pickled by value, so ``mlflow.pyfunc.load_model`` works in a
+        Python that has torch, numpy and mlflow but not frugalrl.
+        """
+        import cloudpickle
         import mlflow.pytorch
         import torch
 
+        import frugalrl
+
         # Pickle format and explicit requirements: skips torch.export and a slow
         # requirements-inference subprocess (together ~10 s per run on a small CPU).
-        requirements = [f"frugalrl=={__version__}", f"torch=={torch.__version__.split('+')[0]}"]
-        info = mlflow.pytorch.log_model(
-            policy,
-            name="policy",
-            input_example=input_example,
-            serialization_format="pickle",
-            pip_requirements=requirements,
-        )
+        requirements = [f"torch=={torch.__version__.split('+')[0]}", f"numpy=={np.__version__}"]
+        cloudpickle.register_pickle_by_value(frugalrl)
+        try:
+            info = mlflow.pytorch.log_model(
+                policy,
+                name="policy",
+                input_example=input_example,
+                serialization_format="pickle",
+                pip_requirements=requirements,
+            )
+        finally:
+            cloudpickle.unregister_pickle_by_value(frugalrl)
+        self.mlflow.set_tag("frugalrl.version", __version__)
         self.mlflow.set_tag("frugalrl.policy_uri", info.model_uri)
         return info.model_uri
