@@ -16,6 +16,7 @@ import pytest
 
 from frugalrl.config import EnvConfig
 from frugalrl.evaluation import evaluate_policy
+from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import load_policy
 from frugalrl.train import train
 
@@ -65,3 +66,11 @@ def test_a_logged_policy_loads_and_plays_without_frugalrl(config, tmp_path):
     played = json.loads(proc.stdout.strip().splitlines()[-1])
     assert played["returns"] == pytest.approx(ours, rel=1e-5)
     assert "float32" in played["inputs"]  # the model carries a signature
+
+
+def test_frugalrl_loads_a_logged_policy_with_its_own_classes(tmp_path):
+    from frugalrl.nets.policy import ActorCritic
+
+    summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
+    policy = load_policy(summary["model_uri"])
+    assert type(policy) is ExportedPolicy and type(policy.actor_critic) is ActorCritic

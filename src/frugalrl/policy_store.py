@@ -62,10 +62,32 @@ def load_policy(uri: str) -> ExportedPolicy:
 
         local = resolve_artifact(uri, None, "model", "check the name and alias with the MLflow UI", fetch_error=failed)
         try:
-            policy = mlflow.pytorch.load_model(str(local), map_location="cpu")
+            policy = _rehomed(mlflow.pytorch.load_model(str(local), map_location="cpu"))
         except Exception as exc:
             raise TrackingError(failed(str(exc).splitlines()[0])) from None
         if not isinstance(policy, ExportedPolicy):
             raise TrackingError(f"model {uri} is a {type(policy).__name__}, not a frugalrl policy")
         return policy.eval()
     return load_policy_file(Path(uri))[0]
+
+
+def _rehomed(model: torch.nn.Module) -> torch.nn.Module:
+    """The loaded model with frugalrl's own classes again.
+
+    Logged policies carry frugalrl's classes by value (so plain MLflow users can load them);
+    unpickled here, they come back as copies of those classes. Each module is given the class
+    of this frugalrl with the same name, which is what a by-reference pickle would have given,
+    so type checks (the fused PPO step's, PEFT's) see the real classes.
+    """
+    import importlib
+
+    for module in model.modules():
+        cls = type(module)
+        if not cls.__module__.startswith("frugalrl"):
+            continue
+        real: object = importlib.import_module(cls.__module__)
+        for part in cls.__qualname__.split("."):
+            real = getattr(real, part, None)
+        if isinstance(real, type) and real is not cls:
+            module.__class__ = real
+    return model
