@@ -14,7 +14,7 @@ from kfp import compiler, local
 
 from frugalrl.config import load_config
 from frugalrl.errors import PipelineFailed
-from frugalrl.tracking import check_tracking, task_name, tracking_uri
+from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
 from pipelines.console import StageConsole, stage_names
 from pipelines.training import pipeline_for, pipeline_kind
 
@@ -46,7 +46,7 @@ class LocalRunResult:
             f"registered {self.model_name} version {self.version} (eval mean {self.eval_mean:.2f})",
             f"step outputs: {self.pipeline_root}",
             f"MLflow store: {self.tracking_uri}  (open it: mlflow ui --backend-store-uri {self.tracking_uri})",
-            f"champion: models:/{self.model_name}@champion",
+            _champion_line(registry_client(), self.model_name),
         ]
 
 
@@ -88,8 +88,6 @@ def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eva
     os.environ.setdefault("OPTUNA_STORAGE", f"sqlite:///{root / 'optuna.db'}")
     log = f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
     _run(build_pipeline(profile), root, log, eval_episodes=eval_episodes)
-    from frugalrl.tracking import registry_client
-
     client = registry_client()
     lines = [f"done in {(time.perf_counter() - started) / 60:.1f} min"]
     for stage in (profile.train, profile.latent, profile.peft):
@@ -116,8 +114,21 @@ def _champion_line(client: Any, name: str) -> str:
         return f"no champion for {name}: version {newest.version} kept as challenger ({reason})"
     score = champion.tags.get("frugalrl.score", "nan")
     verdict = "promoted" if champion.version == newest.version else "kept as challenger"
-    return (f"champion: models:/{name}@champion (version {champion.version}, eval mean {float(score):.1f}); "
-            f"this run's version {newest.version}: {verdict}")  # fmt: skip
+    return (f"champion: models:/{name}@champion (version {champion.version}, eval mean {float(score):.1f}"
+            f"{_scale(champion)}); this run's version {newest.version}: {verdict}")  # fmt: skip
+
+
+def _scale(version: Any) -> str:
+    """``; random 17.9, solved 475`` : the task's floor (same seeds) and gymnasium's solved threshold."""
+    import gymnasium as gym
+
+    parts = []
+    if "frugalrl.random_mean" in version.tags:
+        parts.append(f"random {float(version.tags['frugalrl.random_mean']):.1f}")
+    env_id = version.tags.get("frugalrl.env_id")
+    threshold = gym.spec(env_id).reward_threshold if env_id and env_id in gym.registry else None
+    parts.append(f"solved {threshold:g}" if threshold is not None else "no solved score")
+    return "; " + ", ".join(parts)
 
 
 def _run(pipeline: Callable[..., Any], root: Path, log_name: str, **arguments: Any) -> Any:

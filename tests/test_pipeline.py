@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -36,6 +37,9 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     main(args)
     out = capsys.readouterr().out
     assert "registered cartpole-policy version 1" in out
+    # each champion's score beside its task's random-policy score (same seeds) and solved threshold
+    line = r"champion: models:/cartpole-policy@champion \(version 1, eval mean [\d.]+; random [\d.]+, solved 475\)"
+    assert re.search(line, out), out
 
     client = MlflowClient()
     champion = client.get_model_version_by_alias("cartpole-policy", "champion")

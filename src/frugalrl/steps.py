@@ -176,14 +176,14 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
     lineage.update(pretrained_inputs(config))  # which encoder / evaluator trained this policy
     lineage.update(summary.get("lineage", {}))  # e.g. an adapted policy's source policy and PEFT method
+    from frugalrl.evaluation import random_policy_returns
+
+    # The task's floor on the same seeds: what a first version must beat, and a scale for every score.
+    random = random_policy_returns(config.env, len(eval_returns), eval_seed).returns
+    lineage["frugalrl.random_mean"] = f"{sum(random) / len(random):.4f}"
+    lineage["frugalrl.env_id"] = config.env.id
     version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
-
-    def random_returns() -> list[float]:  # what a first version must beat, on the same seeds
-        from frugalrl.evaluation import random_policy_returns
-
-        return random_policy_returns(config.env, len(eval_returns), eval_seed).returns
-
-    decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion, random_returns)
+    decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion, lambda: random)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
 
 
