@@ -100,3 +100,26 @@ def test_lineage_names_pretrained_inputs_by_their_mlflow_uri(tmp_path):
     tags = lineage_tags(latent)
     assert tags["frugalrl.lineage.encoder"] == "models:/m-abc123"  # the pipeline artifact, named by its model
     assert tags["frugalrl.pkg.torch"] and tags["frugalrl.git_dirty"] in ("true", "false")
+
+
+def test_metrics_are_sent_in_batches_and_none_is_lost(tmp_path, monkeypatch):
+    """Per-update metrics are queued and sent in batches; the run's history still has every step."""
+    from mlflow import MlflowClient
+
+    from frugalrl.tracking import runs as runs_module
+
+    calls = []
+    original = MlflowClient.log_batch
+
+    def counted(self, *args, **kwargs):
+        if kwargs.get("metrics"):
+            calls.append(len(kwargs["metrics"]))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(MlflowClient, "log_batch", counted)
+    monkeypatch.setattr(runs_module, "FLUSH_SECONDS", 3600.0)
+    config = tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 2048})  # 16 updates
+    summary = train(config, tmp_path / "run", interactive=False)
+    history = MlflowClient().get_metric_history(summary["mlflow_run_id"], "policy_loss")
+    assert [m.step for m in history] == [128 * (i + 1) for i in range(16)]
+    assert len(calls) == 1 and calls[0] > 16  # one send at the end, with the summary: not one per update

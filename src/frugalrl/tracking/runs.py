@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,9 @@ from frugalrl.config import ExperimentConfig, flatten
 from frugalrl.errors import TrackingError
 from frugalrl.tracking.provenance import lineage_tags
 from frugalrl.tracking.store import check_tracking
+
+FLUSH_METRICS = 2000  # queued metric values that trigger a send
+FLUSH_SECONDS = 10.0  # or seconds since the last send: MLflow's UI lags by at most this
 
 
 class RunTracker:
@@ -38,6 +42,8 @@ class RunTracker:
         self._run_name = run_name or config.name
         self._pipeline_run_id = pipeline_run_id
         self.run_id: str | None = None
+        self._pending: list[Any] = []  # metrics not sent yet (mlflow.entities.Metric)
+        self._sent_at = time.monotonic()
 
     def __enter__(self) -> RunTracker:
         mlflow = self.mlflow
@@ -56,11 +62,37 @@ class RunTracker:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.mlflow.end_run(status="FINISHED" if exc_type is None else "FAILED")
+        try:
+            self.flush()
+        finally:
+            self.mlflow.end_run(status="FINISHED" if exc_type is None else "FAILED")
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
-        clean = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and np.isfinite(v)}
-        self.mlflow.log_metrics(clean, step=step)
+        """Queue one step's metrics; they go to MLflow in batches (``flush``).
+
+        One call per update cost more than the update for small learners: SAC on InvertedPendulum
+        updates every env step, and 15,000 single writes to a sqlite store tripled its time.
+        """
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self._pending += [
+            Metric(key, float(value), now, step)
+            for key, value in metrics.items()
+            if isinstance(value, int | float) and np.isfinite(value)
+        ]
+        if len(self._pending) >= FLUSH_METRICS or time.monotonic() - self._sent_at >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the queued metrics (at most 1,000 per request, MLflow's batch limit)."""
+        self._sent_at = time.monotonic()
+        if not self._pending or self.run_id is None:
+            return
+        client = self.mlflow.tracking.MlflowClient()
+        pending, self._pending = self._pending, []
+        for start in range(0, len(pending), 1000):
+            client.log_batch(self.run_id, metrics=pending[start : start + 1000])
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
