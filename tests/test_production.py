@@ -116,7 +116,12 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     run = tmp_path / "run"
     train(tiny_config(), run, interactive=False)
     decision = "# cartpole-policy version 3\n\n- decision: kept as **challenger**\n- reason: `Welch` p = 0.3"
-    baseline_free = report_step({"policy": str(run)}, [decision], str(tmp_path / "report.html"))
+    peft_like = tmp_path / "no-policy"  # a run directory without a policy gets no video and breaks nothing
+    peft_like.mkdir()
+    (peft_like / "summary.json").write_text((run / "summary.json").read_text())
+    baseline_free = report_step(
+        {"no policy": str(peft_like), "policy": str(run)}, [decision], str(tmp_path / "report.html")
+    )
     text = (tmp_path / "report.html").read_text()
     assert baseline_free["mlflow_run_id"] is None
     assert "<h2>Learning curves</h2>" in text and "data:image/png;base64," in text

@@ -195,7 +195,8 @@ def report_step(
 
     inputs = [RunInput(label, Path(path)) for label, path in runs.items()]
     images = [p for run in inputs for p in sorted(run.directory.glob("*.png")) if "latent" in p.name]
-    videos = record_videos(inputs, Path(out_html).parent / "videos")
+    recorded = record_videos(inputs, Path(out_html).parent / "videos")
+    videos = [(caption, video) for _, caption, video in recorded]
     text = build_report(inputs, decisions, peft_dir=Path(peft_dir) if peft_dir else None, images=images, videos=videos)
     Path(out_html).write_text(text)
     run_id = inputs[0].summary.get("mlflow_run_id") if inputs else None
@@ -206,19 +207,19 @@ def report_step(
         if run_id:
             with mlflow.start_run(run_id=run_id):
                 mlflow.log_artifact(out_html, artifact_path="report")
-        for run, (_, video) in zip(inputs, videos, strict=True):  # each episode next to its policy's run
+        for run, _, video in recorded:  # each episode next to its policy's run
             if isinstance(video, Path) and run.summary.get("mlflow_run_id"):
                 with mlflow.start_run(run_id=run.summary["mlflow_run_id"]):
                     mlflow.log_artifact(str(video), artifact_path="video")
     return {"html": out_html, "mlflow_run_id": run_id}
 
 
-def record_videos(runs: list[Any], out_dir: Path, seed: int = 10_000) -> list[tuple[str, Path | str]]:
-    """One recorded episode (GIF) per run that holds a policy, or the one-line reason it has none."""
+def record_videos(runs: list[Any], out_dir: Path, seed: int = 10_000) -> list[tuple[Any, str, Path | str]]:
+    """(run, caption, GIF or the one-line reason there is none) for each run that holds a policy."""
     from frugalrl.policy_store import load_policy_file
     from frugalrl.video import record_episode
 
-    videos: list[tuple[str, Path | str]] = []
+    videos: list[tuple[Any, str, Path | str]] = []
     for run in runs:
         if not (run.directory / "policy.pt").is_file():
             continue
@@ -226,9 +227,10 @@ def record_videos(runs: list[Any], out_dir: Path, seed: int = 10_000) -> list[tu
             policy, config = load_policy_file(run.directory)
             path = out_dir / f"{re.sub(r'[^A-Za-z0-9_-]+', '-', run.label)}.gif"
             recorded = record_episode(policy, config.env, path, seed=seed)
-            videos.append((f"{run.label}: episode from seed {seed}, return {recorded['episode_return']:.1f}", path))
+            caption = f"{run.label}: episode from seed {seed}, return {recorded['episode_return']:.1f}"
+            videos.append((run, caption, path))
         except FrugalError as exc:  # no GL for MuJoCo, say: the report says so instead of failing
-            videos.append((run.label, str(exc)))
+            videos.append((run, run.label, str(exc)))
     return videos
 
 
