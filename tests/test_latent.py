@@ -218,6 +218,10 @@ def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):
     summary = json.loads((tmp_path / "enc" / "summary.json").read_text())
     assert summary["registered_model"] == "breakout-encoder" and summary["psnr_db"] > 0
     assert len(summary["dataset_sha256"]) == 64
+    import mlflow
+
+    signature = mlflow.models.get_model_info(summary["model_uri"]).signature  # frames in, a latent out
+    assert signature is not None and "uint8" in str(signature.inputs)
     local = load_latent(tmp_path / "enc")
     remote = load_latent("models:/breakout-encoder@champion")
     for key, value in local.encoder.state_dict().items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import mlflow
 import numpy as np
 import pytest
 import torch
@@ -62,6 +63,7 @@ def test_pretrain_command_writes_and_registers(tmp_path, capsys):
     client = MlflowClient()
     champion = client.get_model_version_by_alias("cartpole-evaluator", "champion")
     assert champion.tags["frugalrl.score_name"] == "heldout_spearman"
+    assert mlflow.models.get_model_info(summary["model_uri"]).signature is not None  # registered with a signature
     run = client.get_run(summary["mlflow_run_id"])
     assert run.data.tags["frugalrl.dataset_sha256"] == metrics["dataset_sha256"]
 

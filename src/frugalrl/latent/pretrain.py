@@ -316,4 +316,6 @@ def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summ
 
     key, name = ("ball_r2_mlp", "ball_probe_r2") if "ball_r2_mlp" in summary else ("psnr_db", "psnr_db")
     files = [out / "metrics.json", out / "encoder.pt"]
-    return log_and_register(config, f"{config.name}-encoder", summary, files, models.encoder, "encoder", key, name)
+    encoder = models.encoder
+    example = np.zeros((1, encoder.in_channels, encoder.frame_size, encoder.frame_size), dtype=np.uint8)  # frames
+    return log_and_register(config, f"{config.name}-encoder", summary, files, encoder, "encoder", key, name, example)

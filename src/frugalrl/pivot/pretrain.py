@@ -192,4 +192,7 @@ def _log_evaluator(config: ExperimentConfig, out: Path, evaluator: ImportanceEva
 
     files = [out / "metrics.json", out / "evaluator.pt"]
     run_name = f"{config.name}-evaluator"
-    return log_and_register(config, run_name, summary, files, evaluator, "evaluator", "spearman", "heldout_spearman")
+    example = np.zeros((1, *evaluator.obs_shape), dtype=np.uint8 if evaluator.pixels else np.float32)
+    return log_and_register(
+        config, run_name, summary, files, evaluator, "evaluator", "spearman", "heldout_spearman", example
+    )

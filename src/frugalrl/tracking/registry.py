@@ -143,6 +143,7 @@ def log_and_register(
     kind: str,
     score_key: str,
     score_name: str,
+    input_example: Any = None,
 ) -> dict[str, Any]:
     """One MLflow run for a pretrained model (encoder, evaluator): numeric summary as metrics, the
     files as artifacts, the module as a pickled MLflow PyTorch model carrying ``files[-1]``, then
@@ -163,6 +164,7 @@ def log_and_register(
             name=kind,
             serialization_format="pickle",
             extra_files=[str(files[-1])],
+            input_example=input_example,  # gives the registered model a signature
             pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
         )
         run_id = tracker.run_id
