@@ -19,11 +19,11 @@ the code before and after this session's changes gives the same figures on this 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -101,17 +101,14 @@ def cpu_model() -> str:
     """The CPU's model name, torch's kernel capability and a digest of its flags: what picks the code paths."""
     import torch
 
-    model, flags = platform.processor() or "unknown", ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    import _report  # next to this script (run as a script, its folder is on sys.path)
+
+    flags = ""
+    with contextlib.suppress(OSError, StopIteration):
+        line = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+        flags = line.split(":", 1)[1].strip()
     capability = torch.backends.cpu.get_cpu_capability()
-    return f"{model}, {capability}, flags {hashlib.sha256(flags.encode()).hexdigest()[:8]}"
+    return f"{_report.cpu_model()}, {capability}, flags {hashlib.sha256(flags.encode()).hexdigest()[:8]}"
 
 
 def run_one(name: str, out: Path) -> dict[str, Any]:

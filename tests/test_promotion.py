@@ -45,10 +45,15 @@ def test_margin_too_few_episodes_and_first_model():
     assert constant.promoted and constant.p_value == 0.0
 
 
-def test_gate_records_decision_in_registry(tmp_path):
+def _logged_run(tmp_path) -> tuple[str, str]:
+    """A tiny tracked training run: its MLflow run id and model URI."""
     mlflow.set_tracking_uri(check_tracking())
     summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
-    name, run_id, uri = "gate-policy", summary["mlflow_run_id"], summary["model_uri"]
+    return summary["mlflow_run_id"], summary["model_uri"]
+
+
+def test_gate_records_decision_in_registry(tmp_path):
+    (run_id, uri), name = _logged_run(tmp_path), "gate-policy"
     client = MlflowClient()
     v1 = register_model(uri, name, run_id, 100.0, "eval_mean")
     assert gate_promotion(name, v1, run_id, CHAMPION, 10_000, PromotionConfig())["promoted"]
@@ -86,9 +91,7 @@ def test_random_policy_returns_repeat_and_sit_below_a_trained_policy():
 
 
 def test_gate_keeps_a_first_version_that_does_nothing_out_of_champion(tmp_path):
-    mlflow.set_tracking_uri(check_tracking())
-    summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
-    name, run_id, uri = "idle-policy", summary["mlflow_run_id"], summary["model_uri"]
+    (run_id, uri), name = _logged_run(tmp_path), "idle-policy"
     client = MlflowClient()
     v1 = register_model(uri, name, run_id, 0.0, "eval_mean")
     called = []

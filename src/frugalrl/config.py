@@ -154,7 +154,28 @@ class PPOConfig(_Strict):
         return {"on": "fused"}.get(value, value) if isinstance(value, str) else value
 
 
-class ReplayConfig(_Strict):
+class _RegisteredKind(_Strict):
+    """A section whose ``kind`` names a registered technique and whose ``settings`` that technique validates."""
+
+    @classmethod
+    def _registry(cls) -> Any:
+        raise NotImplementedError
+
+    @field_validator("kind", check_fields=False)
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        cls._registry().entry(kind)  # the registry imports its package's modules on first use
+        return kind
+
+    @field_validator("settings", check_fields=False)
+    @classmethod
+    def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if "kind" in info.data:  # an unknown kind has its own error already
+            cls._registry().settings_for(info.data["kind"], settings)
+        return settings
+
+
+class ReplayConfig(_RegisteredKind):
     """The off-policy replay store: uniform, proportional prioritized, or hot/warm/cold tiers."""
 
     kind: str = Field("uniform", description="a registered store (frugalrl.replay): uniform, prioritized, tiered")
@@ -170,6 +191,12 @@ class ReplayConfig(_Strict):
     hot_quantile: float = Field(0.9, gt=0.0, lt=1.0)
     warm_quantile: float = Field(0.5, gt=0.0, lt=1.0)
 
+    @classmethod
+    def _registry(cls) -> Any:
+        from frugalrl.replay.registry import REPLAY_STORES
+
+        return REPLAY_STORES
+
     @model_validator(mode="after")
     def _tiers(self) -> ReplayConfig:
         if self.warm_quantile >= self.hot_quantile:
@@ -179,23 +206,6 @@ class ReplayConfig(_Strict):
         if min(self.tier_weights) < 0 or sum(self.tier_weights) <= 0:
             raise ValueError("replay.tier_weights must be non-negative with a positive sum")
         return self
-
-    @field_validator("kind")
-    @classmethod
-    def _registered(cls, kind: str) -> str:
-        from frugalrl.replay.registry import REPLAY_STORES  # imports the store modules on first use
-
-        REPLAY_STORES.entry(kind)
-        return kind
-
-    @field_validator("settings")
-    @classmethod
-    def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        from frugalrl.replay.registry import REPLAY_STORES
-
-        if "kind" in info.data:  # an unknown kind has its own error already
-            REPLAY_STORES.settings_for(info.data["kind"], settings)
-        return settings
 
 
 class DQNConfig(_Strict):
@@ -431,7 +441,7 @@ class LatentConfig(_Strict):
         return self
 
 
-class SelectionConfig(_Strict):
+class SelectionConfig(_RegisteredKind):
     """Which samples get compute: all (plain), pivot (importance), random or epochs (the two controls)."""
 
     kind: str = Field("all", description="a registered selector (frugalrl.selectors): all, pivot, random, epochs")
@@ -447,22 +457,11 @@ class SelectionConfig(_Strict):
         "kept samples into full minibatches (fewer optimizer steps); minibatch: thin each minibatch",
     )
 
-    @field_validator("kind")
     @classmethod
-    def _registered(cls, kind: str) -> str:
-        from frugalrl.selectors import SELECTORS  # the registry imports its modules on first use
-
-        SELECTORS.entry(kind)
-        return kind
-
-    @field_validator("settings")
-    @classmethod
-    def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    def _registry(cls) -> Any:
         from frugalrl.selectors import SELECTORS
 
-        if "kind" in info.data:  # an unknown kind has its own error already
-            SELECTORS.settings_for(info.data["kind"], settings)
-        return settings
+        return SELECTORS
 
 
 class EvalConfig(_Strict):
