@@ -1,4 +1,4 @@
-"""Component ``report``: the trained runs and promotion records in; one HTML report out (and in MLflow)."""
+"""Component ``report``: each branch's runs and promotion records in; one HTML report out (and in MLflow)."""
 
 from kfp import dsl
 from kfp.dsl import HTML, Input, Markdown, Model, Output
@@ -8,26 +8,34 @@ from components import FRUGALRL_IMAGE
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
 def report(
-    policy: Input[Model],
-    promotion: Input[Markdown],
     html: Output[HTML],
+    policy: Input[Model] = None,
+    promotion: Input[Markdown] = None,
+    encoder: Input[Model] = None,
     latent_policy: Input[Model] = None,
     latent_promotion: Input[Markdown] = None,
+    peft_source: Input[Model] = None,
+    peft_source_promotion: Input[Markdown] = None,
+    peft_adapted: Input[Model] = None,
     peft_table: Input[Markdown] = None,
     peft_promotion: Input[Markdown] = None,
 ):
-    """Build the report with ``frugalrl.steps.report_step``."""
+    """Build the report with ``frugalrl.steps.report_step``: one section per branch the profile ran."""
     from pathlib import Path
 
     from frugalrl.steps import report_step
 
-    runs = {"policy": policy.path}
-    decisions = [Path(promotion.path).read_text()]
+    def branch(runs: dict, *decisions) -> dict:
+        return {"runs": {label: a.path for label, a in runs.items() if a is not None},
+                "decisions": [Path(d.path).read_text() for d in decisions if d is not None]}  # fmt: skip
+
+    branches = []
+    if policy is not None:
+        branches.append(branch({"policy": policy}, promotion))
     if latent_policy is not None:
-        runs["latent curriculum"] = latent_policy.path
-    if latent_promotion is not None:
-        decisions.append(Path(latent_promotion.path).read_text())
-    if peft_promotion is not None:
-        decisions.append(Path(peft_promotion.path).read_text())
-    peft_dir = str(Path(peft_table.path).parent / "peft") if peft_table is not None else None
-    report_step(runs, decisions, html.path, peft_dir)
+        branches.append(branch({"encoder pretraining": encoder, "latent curriculum": latent_policy}, latent_promotion))
+    if peft_source is not None:
+        peft = branch({"PEFT source": peft_source, "best adapted": peft_adapted}, peft_source_promotion, peft_promotion)
+        peft["peft_dir"] = str(Path(peft_table.path).parent / "peft") if peft_table is not None else None
+        branches.append(peft)
+    report_step(branches, html.path)

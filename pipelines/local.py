@@ -111,7 +111,8 @@ def _champion_line(client: Any, name: str) -> str:
         champion = client.get_model_version_by_alias(name, "champion")
     except Exception:  # MLflow raises on a missing alias: no version has earned it
         reason = newest.tags.get("frugalrl.promotion", "no decision recorded")
-        return f"no champion for {name}: version {newest.version} kept as challenger ({reason})"
+        return (f"no champion for {name}: version {newest.version} kept as challenger{_scale(newest)}; this "
+                f"budget demonstrates the machinery, not a trained policy ({reason})")  # fmt: skip
     score = champion.tags.get("frugalrl.score", "nan")
     verdict = "promoted" if champion.version == newest.version else "kept as challenger"
     return (f"champion: models:/{name}@champion (version {champion.version}, eval mean {float(score):.1f}"

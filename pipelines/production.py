@@ -148,22 +148,30 @@ def build_pipeline(profile: Profile) -> Any:
             curriculum.set_caching_options(False).set_display_name("curriculum training")
             latent = _evaluate_register(curriculum.outputs["model"], stage.model_name, eval_episodes, eval_seed,
                                         "latent policy")  # fmt: skip
-            key = "latent_" if reported else ""
-            reported[f"{key}policy"] = curriculum.outputs["model"]
-            reported[f"{key}promotion"] = latent.outputs["report"]
+            reported["encoder"] = encoder.outputs["encoder"]
+            reported["latent_policy"], reported["latent_promotion"] = (
+                curriculum.outputs["model"],
+                latent.outputs["report"],
+            )
         if profile.peft is not None:
             stage = profile.peft
             text = profile.stage_text(stage)
             source = gpu(_training(train(config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id)))
             source.set_caching_options(True).set_display_name("train PEFT source policy")
-            _evaluate_register(source.outputs["model"], stage.model_name, eval_episodes, eval_seed, "source policy")
+            registered = _evaluate_register(source.outputs["model"], stage.model_name, eval_episodes, eval_seed,
+                                            "source policy")  # fmt: skip
+            reported["peft_source"], reported["peft_source_promotion"] = (
+                source.outputs["model"],
+                registered.outputs["report"],
+            )
             compared = gpu(_training(peft_compare(config_yaml=text, overrides=stage.overrides,
                                                   base=source.outputs["model"], pipeline_run_id=run_id)))  # fmt: skip
             compared.set_caching_options(False).set_display_name("compare PEFT methods")
             adapted = _evaluate_register(compared.outputs["best"], stage.adapted_name, eval_episodes, eval_seed,
                                          "best adapted policy")  # fmt: skip
             reported["peft_table"], reported["peft_promotion"] = compared.outputs["table"], adapted.outputs["report"]
-        if "policy" in reported:
+            reported["peft_adapted"] = compared.outputs["best"]
+        if reported:
             summary = report(**reported).set_caching_options(False)
             summary.set_display_name("report")
 

@@ -207,6 +207,49 @@ def test_linear_probe_recovers_a_linear_target():
     assert max(r2_scores(torch.zeros(100, 2) + y[300:].mean(0), y[300:])) < 1e-6
 
 
+def test_probe_ceiling_is_computed_once_per_frame_set_then_cached(tmp_path, monkeypatch):
+    from frugalrl.latent import probe
+
+    monkeypatch.setenv("FRUGALRL_CACHE_DIR", str(tmp_path / "cache"))
+    config = breakout()
+    encoder = FrameEncoder(config.env.atari.stack_num, config.env.atari.img_size, latent_dim=8)
+    kwargs = {"steps": 600, "seed": 5, "probe_steps": 5, "ceiling_steps": 3}
+    first = probe.probe_latent(encoder, config, **kwargs)
+    assert first["ceiling_cached"] is False and "ball_ceiling_r2" in first
+
+    def no_cnn(*args, **kwargs):
+        raise AssertionError("the ceiling was trained again on the same frames")
+
+    monkeypatch.setattr(probe, "cnn_ceiling", no_cnn)
+    again = probe.probe_latent(encoder, config, **kwargs)
+    assert again["ceiling_cached"] is True and again["ceiling_key"] == first["ceiling_key"]
+    assert {k: v for k, v in again.items() if "cnn" in k or "ceiling_r2" in k} == {
+        k: v for k, v in first.items() if "cnn" in k or "ceiling_r2" in k
+    }
+    # another frame set (seed) is another key; a pod with an empty disk finds the figures in MLflow
+    assert probe.ceiling_key(config, 600, 6, 3) != first["ceiling_key"]
+    (tmp_path / "cache" / "probe-ceiling" / f"{first['ceiling_key']}.json").write_text("{not json")
+    asked = []
+    found = probe.probe_latent(encoder, config, ceiling_lookup=lambda key: asked.append(key) or {
+        k: first[k] for k in first if k.startswith("r2_cnn_")}, **kwargs)  # fmt: skip
+    assert asked == [first["ceiling_key"]] and found["ball_ceiling_r2"] == first["ball_ceiling_r2"]
+
+
+def test_a_ceiling_logged_by_an_earlier_encoder_run_is_found_by_its_key():
+    import mlflow
+
+    from frugalrl.latent.pretrain import _ceiling_in_mlflow
+    from frugalrl.tracking.store import check_tracking
+
+    mlflow.set_tracking_uri(check_tracking())
+    mlflow.set_experiment("earlier-encoders")  # this test's store: not an experiment id cached by another test
+    with mlflow.start_run(run_name="earlier-encoder"):
+        mlflow.set_tag("frugalrl.probe.ceiling_key", "k123")
+        mlflow.log_metrics({"r2_cnn_ball_x": 0.9, "r2_cnn_ball_y": 0.8, "psnr_db": 30.0})
+    assert _ceiling_in_mlflow("k123") == {"r2_cnn_ball_x": 0.9, "r2_cnn_ball_y": 0.8}
+    assert _ceiling_in_mlflow("another-frame-set") is None
+
+
 # ------------------------------------------------------------------ commands
 @pytest.mark.slow
 def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import pickle
+import pickletools
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +20,7 @@ from frugalrl.config import EnvConfig, load_config, validate_config
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, EnvError
 from frugalrl.peft.finetune import ACTOR_HEADS, CRITIC_HEADS
-from frugalrl.peft.methods import METHODS, adapt, trainable_state
+from frugalrl.peft.methods import METHODS, adapt, merged, trainable_state
 from frugalrl.peft.store import apply_adapter, save_adapter
 from frugalrl.policy_store import load_policy_file, save_policy
 
@@ -97,6 +99,26 @@ def test_adapter_round_trips_onto_the_base_policy(method, tmp_path):
     reloaded, reloaded_config = load_policy_file(tmp_path / "tuned")
     assert reloaded_config.policy.adapter.method == method
     assert torch.allclose(reloaded.act(obs), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_merged_network_has_no_peft_layers_and_the_same_actions(method):
+    """What is served (an MLflow model) is the adapted network with peft's layers folded in."""
+    network = actor()
+    adapt(network, method, None, ACTOR_HEADS)
+    with torch.no_grad():  # stands in for training: every adapter tensor moves off its initialisation
+        for p in network.parameters():
+            if p.requires_grad:
+                p.add_(torch.randn_like(p) * 0.1)
+    served = merged(network)
+    obs = torch.randn(8, 17)
+    assert torch.allclose(served.sample(obs, deterministic=True)[0], network.sample(obs, deterministic=True)[0],
+                          atol=1e-5)  # fmt: skip
+    assert not any(type(m).__module__.startswith("peft") for m in served.modules()), method
+    strings = {str(arg) for op, arg, _ in pickletools.genops(pickle.dumps(served)) if isinstance(arg, str)}
+    assert not [s for s in strings if s == "peft" or s.startswith("peft.")], (
+        method
+    )  # nothing for an unpickler to import
 
 
 def test_unknown_method_is_a_config_error():

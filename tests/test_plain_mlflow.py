@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from frugalrl.config import EnvConfig
+from frugalrl.config import EnvConfig, validate_config
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import load_policy
@@ -74,3 +74,64 @@ def test_frugalrl_loads_a_logged_policy_with_its_own_classes(tmp_path):
     summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
     policy = load_policy(summary["model_uri"])
     assert type(policy) is ExportedPolicy and type(policy.actor_critic) is ActorCritic
+
+
+def _registered(run_dir, name: str, episodes: int = 5) -> tuple[str, dict]:
+    """The pipeline's evaluate and register steps on ``run_dir``: the registered version's URI and evaluation."""
+    from frugalrl.steps import evaluate_step, register_step
+
+    evaluated = evaluate_step(str(run_dir), episodes, 10_000)
+    registered = register_step(str(run_dir), name, evaluated["returns"], 10_000)
+    return f"models:/{name}/{registered['version']}", evaluated
+
+
+def _ci_overlap(returns: list[float], low: float, high: float) -> bool:
+    """Whether the bootstrap 95% interval of ``returns``'s mean overlaps [low, high]."""
+    from frugalrl.evaluation import bootstrap_ci
+
+    played_low, played_high = bootstrap_ci(returns)
+    return played_low <= high and low <= played_high
+
+
+@pytest.mark.slow
+def test_each_branchs_registered_policy_plays_with_plain_mlflow_and_gymnasium(tmp_path):
+    """The demo's three kinds of registered policy, through the pipeline's own register step, played
+    by ``scripts/play_registered.py`` in a Python where neither frugalrl nor peft can be imported:
+    CartPole PPO, an InvertedPendulum policy adapted with LoRA (peft's layers merged on logging),
+    and the latent Breakout policy, which takes raw stacked frames."""
+    from frugalrl.config import load_config
+
+    from .conftest import REPO
+    from .test_latent import breakout
+
+    cartpole = tmp_path / "cartpole"
+    train(tiny_config(name="plain-cartpole", tracking={"enabled": True}, ppo={"total_timesteps": 8192}), cartpole)
+    peft = tmp_path / "peft"
+    overrides = ["sac.total_timesteps=300", "sac.learning_starts=100", "sac.batch_size=32", "peft.steps=120",
+                 "peft.warmup_steps=60", "peft.eval_episodes=1", "tracking.enabled=true",
+                 "peft.methods={full: {}, lora: {rank: 4}}"]  # fmt: skip
+    from frugalrl.peft.compare import compare
+
+    compared = compare(load_config(REPO / "configs" / "peft-quick.yaml", overrides), peft)
+    assert compared["best_method"] == "lora"  # the only parameter-efficient method: peft's layers are in it
+    latent = tmp_path / "latent"
+    data = breakout().to_dict()
+    data["tracking"]["enabled"], data["env"]["atari"] = True, {"max_episode_steps": 2000}
+    train(validate_config(data, source="test"), latent)
+
+    played = {}
+    for run, name, episodes in ((cartpole, "plain-cartpole", 5), (peft / "best", "plain-adapted", 3),
+                                (latent, "plain-breakout", 3)):  # fmt: skip
+        uri, evaluated = _registered(run, name, episodes)
+        block = "import sys, runpy; sys.modules['frugalrl'] = None; sys.modules['peft'] = None; "
+        block += f"sys.argv = ['play', {uri!r}, '--episodes', '{episodes}', '--max-frames', '2000']; "
+        block += f"runpy.run_path({str(REPO / 'scripts' / 'play_registered.py')!r}, run_name='__main__')"
+        proc = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        played[name] = (json.loads(proc.stdout.strip().splitlines()[-1])["returns"], evaluated)
+
+    for name in ("plain-cartpole", "plain-adapted"):  # deterministic policy, same seeds: the same episodes
+        returns, evaluated = played[name]
+        assert returns == pytest.approx(evaluated["returns"], rel=1e-4), name
+    returns, evaluated = played["plain-breakout"]  # sticky actions and another resize: the same distribution
+    assert _ci_overlap(returns, evaluated["eval_ci_low"], evaluated["eval_ci_high"]), (returns, evaluated)

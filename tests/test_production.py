@@ -119,26 +119,27 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     peft_like = tmp_path / "no-policy"  # a run directory without a policy gets no video and breaks nothing
     peft_like.mkdir()
     (peft_like / "summary.json").write_text((run / "summary.json").read_text())
-    baseline_free = report_step(
-        {"no policy": str(peft_like), "policy": str(run)}, [decision], str(tmp_path / "report.html")
-    )
+    branches = [{"runs": {"no policy": str(peft_like), "policy": str(run)}, "decisions": [decision]}]
+    baseline_free = report_step(branches, str(tmp_path / "report.html"))
     text = (tmp_path / "report.html").read_text()
     assert baseline_free["mlflow_run_id"] is None
-    assert "<h2>Learning curves</h2>" in text and "data:image/png;base64," in text
+    assert "<h2>CartPole-v1: PPO</h2>" in text  # the branch is titled by its task and algorithm
+    assert "<h3>Learning curve</h3>" in text and "data:image/png;base64," in text
     assert "Cost per stage" in text
     # Markdown becomes HTML, not a preformatted block of source
     assert "<li>decision: kept as <strong>challenger</strong></li>" in text and "<code>Welch</code>" in text
     assert "<pre>" not in text and "**" not in text
     # the policy plays in the page: its recorded episode, inline
-    assert "<h2>The policies playing</h2>" in text and "data:image/gif;base64," in text
+    assert "data:image/gif;base64," in text and "policy: episode from seed 10000" in text
     assert (tmp_path / "videos" / "policy.gif").is_file()
-    from frugalrl.report import RunInput, build_report
+    from frugalrl.report import Branch, RunInput, build_report
 
-    with_baseline = build_report([RunInput("pivot", run)], baseline=RunInput("ppo", run))
+    with_baseline = build_report([Branch("pivot", [RunInput("pivot", run)])], baseline=RunInput("ppo", run))
     assert "FLOPs / baseline" in with_baseline and "1.000" in with_baseline
     ir, _ = _compile(tmp_path, "--profile", "full")
     inputs = ir["root"]["dag"]["tasks"]["report"]["inputs"]["artifacts"]
-    assert {"policy", "promotion", "latent_policy", "latent_promotion", "peft_table"} <= set(inputs)
+    assert {"policy", "promotion", "encoder", "latent_policy", "latent_promotion", "peft_source",
+            "peft_source_promotion", "peft_adapted", "peft_table", "peft_promotion"} == set(inputs)  # fmt: skip
 
 
 def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):

@@ -105,6 +105,16 @@ def test_gate_keeps_a_first_version_that_does_nothing_out_of_champion(tmp_path):
     assert "does not beat the random policy" in client.get_model_version(name, v1).tags["frugalrl.promotion"]
     with pytest.raises(Exception, match="champion"):
         client.get_model_version_by_alias(name, "champion")
+    from pipelines.local import _champion_line
+
+    from frugalrl.steps import registration_markdown
+
+    # the report and the console say plainly that nothing was learned yet, and why
+    assert "demonstrates the machinery" in registration_markdown(
+        {**result, "model_uri": uri, "model_name": name, "version": v1}
+    )
+    line = _champion_line(client, name)
+    assert line.startswith(f"no champion for {name}: version {v1} kept as challenger") and "machinery" in line
     v2 = register_model(uri, name, run_id, 9.0, "eval_mean")
     assert gate_promotion(name, v2, run_id, [9.0] * 10, 10_000, PromotionConfig(), random_returns)["promoted"]
     assert str(client.get_model_version_by_alias(name, "champion").version) == v2

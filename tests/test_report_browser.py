@@ -54,7 +54,7 @@ def test_the_report_loads_in_chromium_with_every_image_decoded(tmp_path):
     run = tmp_path / "run"
     train(tiny_config(ppo={"total_timesteps": 2048}), run, interactive=False)
     decision = "# cartpole-policy version 1\n\n- decision: promoted to **champion**\n- reason: first model"
-    report_step({"policy": str(run)}, [decision], str(tmp_path / "report.html"))
+    report_step([{"runs": {"policy": str(run)}, "decisions": [decision]}], str(tmp_path / "report.html"))
     page = tmp_path / "probed.html"
     page.write_text((tmp_path / "report.html").read_text().replace("</head>", PROBE + "</head>"))
     flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from PIL import Image
 
@@ -77,3 +79,18 @@ def test_an_atari_policy_is_recorded_at_the_native_resolution(tmp_path):
     recorded = record_episode(policy, env, tmp_path / "breakout.gif", max_frames=50, width=1000)
     frames, size = _decoded(tmp_path / "breakout.gif")
     assert size == (160, 210) and frames == recorded["frames"] <= 50
+
+
+def test_mujoco_gl_is_the_users_choice_else_the_first_backend_that_renders(monkeypatch):
+    from frugalrl import video
+
+    tried = []
+    monkeypatch.setattr(video, "_probe_gl", lambda backend: tried.append(backend) or backend == "osmesa")
+    monkeypatch.setenv("MUJOCO_GL", "glfw")
+    assert video._choose_mujoco_gl() == "glfw" and tried == []  # set by the user: never overridden
+    monkeypatch.delenv("MUJOCO_GL")
+    assert video._choose_mujoco_gl() == "osmesa" and tried == ["egl", "osmesa"]
+    assert os.environ["MUJOCO_GL"] == "osmesa"
+    monkeypatch.delenv("MUJOCO_GL")
+    monkeypatch.setattr(video, "_probe_gl", lambda backend: False)
+    assert video._choose_mujoco_gl() is None and "MUJOCO_GL" not in os.environ

@@ -1,10 +1,12 @@
 """The pipeline's report: one self-contained HTML page (plots inlined) about what a run did and cost.
 
-Sections, each present when its input is: learning curves of every training run (running
-episode return against real env steps), the cost breakdown per stage (training FLOPs, env
-steps, wall-clock), technique-vs-baseline ratios when a baseline run is given, the PEFT
-comparison (its table and plot), the promotion decisions, any latent visualisation PNG, and
-each policy's recorded episode (``frugalrl.video``) as an inline GIF.
+One section per branch of the pipeline (CartPole with PivotRL, the latent Breakout curriculum,
+the MuJoCo PEFT transfer), each holding what its inputs allow: each policy's recorded episode
+(``frugalrl.video``) as an inline GIF or the line saying why there is none, the promotion
+decisions with their statistics, the learning curve (running episode return against real env
+steps), the cost per stage (training FLOPs, env steps, wall-clock), the PEFT comparison (table
+and plot), the seed documents' claims beside this run's figures (``frugalrl.claims``) and any
+latent visualisation PNG. Technique-vs-baseline ratios close the page when a baseline is given.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import html
 import io
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +80,11 @@ def _cost(runs: list[RunInput]) -> str:
     rows = []
     for run in runs:
         s = run.summary
-        rows.append([run.label, s.get("algo", "-"), ", ".join(s.get("techniques") or []) or "-",
-                     f"{s.get('eval_mean', float('nan')):.2f}", f"{s.get('real_env_steps', 0):,}",
+        if not s.get("algo"):  # not a training run (the PEFT table holds the adapted policy's cost)
+            continue
+        score = f"{s['eval_mean']:.2f}" if s.get("eval_mean") is not None else "-"
+        techniques = ", ".join(s.get("techniques") or []) or "-"
+        rows.append([run.label, s.get("algo", "-"), techniques, score, f"{s.get('real_env_steps', 0):,}",
                      f"{s.get('virtual_env_steps', 0):,}", f"{s.get('train_flops', 0) / 1e9:,.2f}",
                      f"{s.get('wall_s', 0):.1f}"])  # fmt: skip
     header = ["stage", "algo", "techniques", "eval return", "real steps", "virtual steps", "train GFLOPs", "wall s"]
@@ -155,37 +160,70 @@ def _videos(videos: list[tuple[str, Path | str]]) -> str:
     return "".join(parts)
 
 
-def build_report(
-    runs: list[RunInput],
-    decisions: list[str] | None = None,
-    baseline: RunInput | None = None,
-    peft_dir: Path | None = None,
-    images: list[Path] | None = None,
-    title: str = "frugalrl pipeline report",
-    videos: list[tuple[str, Path | str]] | None = None,
-) -> str:
-    """The report's HTML; ``videos`` pairs a label with its episode GIF or the reason it has none."""
-    parts = [f"<h1>{html.escape(title)}</h1>"]
-    if videos:
-        parts += ["<h2>The policies playing</h2>", _videos(videos)]
-    if runs:
-        parts += ["<h2>Learning curves</h2>", _curves(runs), "<h2>Cost per stage</h2>", _cost(runs)]
-    if baseline is not None and runs:
-        parts += [f"<h2>Technique vs baseline ({html.escape(baseline.label)})</h2>", _ratios(runs, baseline)]
-    if peft_dir is not None and (peft_dir / "peft_table.md").is_file():
-        parts += ["<h2>PEFT comparison</h2>", _markdown((peft_dir / "peft_table.md").read_text())]
-        plot = peft_dir / "peft_plot.png"
+@dataclass
+class Branch:
+    """One line of the pipeline (a task and its techniques): its runs, decisions and PEFT table."""
+
+    title: str
+    runs: list[RunInput]
+    decisions: list[str] = field(default_factory=list)
+    peft_dir: Path | None = None
+    videos: list[tuple[str, Path | str]] = field(default_factory=list)  # caption, GIF or why there is none
+
+    def peft_summary(self) -> dict[str, Any] | None:
+        path = self.peft_dir / "summary.json" if self.peft_dir is not None else None
+        return json.loads(path.read_text()) if path is not None and path.is_file() else None
+
+
+def _claims(branch: Branch) -> str:
+    from frugalrl.claims import claim_rows, run_summary
+
+    rows = claim_rows([run_summary(run.directory) for run in branch.runs], branch.peft_summary())
+    if not rows:
+        return ""
+    note = ("<p>One run at the demo's budget, beside the seed document's figure; the benchmarks and "
+            "their verdicts are in docs/benchmarks.md (claims ledger).</p>")  # fmt: skip
+    return "<h3>Claims and this run</h3>" + note + _table(["source", "claim", "claimed", "this run"], rows)
+
+
+def _branch(branch: Branch) -> str:
+    parts = [f"<section><h2>{html.escape(branch.title)}</h2>"]
+    if branch.videos:
+        parts.append(_videos(branch.videos))
+    if branch.decisions:
+        parts += ["<h3>Promotion</h3>", *[_markdown(d) for d in branch.decisions]]
+    curved = [run for run in branch.runs if run.curve()[0]]
+    if curved:
+        parts += ["<h3>Learning curve</h3>", _curves(curved)]
+    if branch.runs:
+        parts += ["<h3>Cost per stage</h3>", _cost(branch.runs)]
+    if branch.peft_dir is not None and (branch.peft_dir / "peft_table.md").is_file():
+        parts += ["<h3>PEFT comparison</h3>", _markdown((branch.peft_dir / "peft_table.md").read_text())]
+        plot = branch.peft_dir / "peft_plot.png"
         if plot.is_file():
             parts.append(f'<img alt="peft" src="data:image/png;base64,{base64.b64encode(plot.read_bytes()).decode()}">')
-    if decisions:
-        parts += ["<h2>Promotion decisions</h2>", *[_markdown(d) for d in decisions]]
-    for image in images or []:
+    parts.append(_claims(branch))
+    for image in (p for run in branch.runs for p in sorted(run.directory.glob("*.png")) if "latent" in p.name):
         encoded = base64.b64encode(image.read_bytes()).decode()
-        img = f'<img alt="{image.stem}" src="data:image/png;base64,{encoded}">'
-        parts += [f"<h2>{html.escape(image.stem)}</h2>", img]
+        parts += [
+            f"<h3>{html.escape(image.stem)}</h3>",
+            f'<img alt="{image.stem}" src="data:image/png;base64,{encoded}">',
+        ]
+    return "".join(parts) + "</section>"
+
+
+def build_report(
+    branches: list[Branch], baseline: RunInput | None = None, title: str = "frugalrl pipeline report"
+) -> str:
+    """The report's HTML: per branch its policies playing, promotion, curve, cost, PEFT table, claims."""
+    parts = [f"<h1>{html.escape(title)}</h1>", *[_branch(b) for b in branches]]
+    runs = [run for b in branches for run in b.runs]
+    if baseline is not None and runs:
+        parts += [f"<h2>Technique vs baseline ({html.escape(baseline.label)})</h2>", _ratios(runs, baseline)]
     style = (
         "body{font-family:sans-serif;max-width:1000px;margin:2em auto}td,th{border:1px solid #ccc;padding:4px 8px}"
         "table{border-collapse:collapse;margin:1em 0}img{max-width:100%}figure{display:inline-block;margin:0 1em 1em 0}"
+        "section{border-top:2px solid #444;margin-top:2em}"
     )
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>" \
            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"  # fmt: skip

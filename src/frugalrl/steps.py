@@ -182,25 +182,34 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     random = random_policy_returns(config.env, len(eval_returns), eval_seed).returns
     lineage["frugalrl.random_mean"] = f"{sum(random) / len(random):.4f}"
     lineage["frugalrl.env_id"] = config.env.id
+    if config.env.dynamics.changed:  # the task it plays is not the stock env: say how, for plain-gymnasium users
+        lineage["frugalrl.env_dynamics"] = json.dumps(config.env.dynamics.model_dump(mode="json"))
     version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
     decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion, lambda: random)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
 
 
-def report_step(
-    runs: dict[str, str], decisions: list[str], out_html: str, peft_dir: str | None = None
-) -> dict[str, Any]:
-    """Write the pipeline's HTML report from run directories; log it to the first run's MLflow run."""
-    from frugalrl.report import RunInput, build_report
+def report_step(branches: list[dict[str, Any]], out_html: str) -> dict[str, Any]:
+    """Write the pipeline's HTML report; log it to the first run's MLflow run, each episode to its policy's.
 
-    inputs = [RunInput(label, Path(path)) for label, path in runs.items()]
-    images = [p for run in inputs for p in sorted(run.directory.glob("*.png")) if "latent" in p.name]
-    recorded = record_videos(inputs, Path(out_html).parent / "videos")
-    videos = [(caption, video) for _, caption, video in recorded]
-    text = build_report(inputs, decisions, peft_dir=Path(peft_dir) if peft_dir else None, images=images, videos=videos)
-    Path(out_html).write_text(text)
-    run_id = inputs[0].summary.get("mlflow_run_id") if inputs else None
-    if run_id or any(run.summary.get("mlflow_run_id") for run in inputs):
+    A branch is ``{"runs": {label: run_dir}, "decisions": [markdown], "peft_dir": dir, "title": str}``;
+    all but ``runs`` are optional (the title defaults to the task and its techniques).
+    """
+    from frugalrl.report import Branch, RunInput, build_report
+
+    sections, recorded = [], []
+    for spec in branches:
+        inputs = [RunInput(label, Path(path)) for label, path in spec["runs"].items()]
+        peft_dir = Path(spec["peft_dir"]) if spec.get("peft_dir") else None
+        videos = record_videos(inputs, Path(out_html).parent / "videos")
+        recorded += videos
+        sections.append(Branch(spec.get("title") or branch_title(inputs, peft_dir), inputs,
+                               list(spec.get("decisions", [])), peft_dir,
+                               [(caption, video) for _, caption, video in videos]))  # fmt: skip
+    Path(out_html).write_text(build_report(sections))
+    runs = [run for branch in sections for run in branch.runs]
+    run_id = runs[0].summary.get("mlflow_run_id") if runs else None
+    if run_id or any(run.summary.get("mlflow_run_id") for run in runs):
         import mlflow
 
         mlflow.set_tracking_uri(check_tracking())
@@ -212,6 +221,17 @@ def report_step(
                 with mlflow.start_run(run_id=run.summary["mlflow_run_id"]):
                     mlflow.log_artifact(str(video), artifact_path="video")
     return {"html": out_html, "mlflow_run_id": run_id}
+
+
+def branch_title(runs: list[Any], peft_dir: Path | None = None) -> str:
+    """'<env id>: <techniques>' from the branch's runs (PEFT transfer when it has a PEFT table)."""
+    summaries = [run.summary for run in runs]
+    env_id = next((s["env_id"] for s in summaries if s.get("env_id")), "pipeline")
+    techniques = sorted({t for s in summaries for t in (s.get("techniques") or [])} - {"latent_pretrain"})
+    if peft_dir is not None:
+        techniques.append("PEFT transfer")
+    algos = sorted({s["algo"].upper() for s in summaries if s.get("algo") and s["algo"] != "latent_pretrain"})
+    return f"{env_id}: {' + '.join(algos) or 'policy'}" + (f" with {', '.join(techniques)}" if techniques else "")
 
 
 def record_videos(runs: list[Any], out_dir: Path, seed: int = 10_000) -> list[tuple[Any, str, Path | str]]:
@@ -253,5 +273,11 @@ def registration_markdown(result: dict[str, Any]) -> str:
             else ""
         )
         + f"- champion version now: {result['champion_version'] or 'none yet'}\n"
-        f"- logged model: `{result['model_uri']}`\n"
+        + (
+            "- what this means: no version has beaten the random policy yet; at this budget the run "
+            "demonstrates the machinery, not a trained policy\n"
+            if not result["champion_version"]
+            else ""
+        )
+        + f"- logged model: `{result['model_uri']}`\n"
     )

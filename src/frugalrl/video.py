@@ -5,20 +5,25 @@ plays inline in any browser, so the report can embed it. Frames come from the en
 ``rgb_array`` renderer:
 
 - classic control and Box2D: pygame, offscreen;
-- MuJoCo: its offscreen GL context (``MUJOCO_GL=egl`` or ``osmesa``); with no GL on the machine
-  the recording fails with one line (``VideoUnavailable``), never a crash;
+- MuJoCo: its offscreen GL context. ``MUJOCO_GL`` is honoured when set; when not, EGL and then
+  OSMesa are tried in a throwaway subprocess (a failed GL import can poison the process that
+  tried it) and the first that renders is used. With no GL on the machine the recording fails
+  with one line (``VideoUnavailable``), never a crash;
 - Atari: the ALE screen at its native 160x210, while the policy sees the config's
   preprocessing of the same frames (``_AtariAgentView``: frame skip, max of the last two
-  grayscale screens, resize, stack, no-op starts). Its resize is Pillow's, not the one inside
-  ale-py's vector env, so a recorded episode can differ from an evaluated one by the odd
-  action; the recording shows the policy playing, the evaluation is the score.
+  grayscale screens, resize, stack, no-op starts, FIRE after reset). Its resize is Pillow's,
+  not the one inside ale-py's vector env, so a recorded episode can differ from an evaluated
+  one by the odd action; the recording shows the policy playing, the evaluation is the score.
 
 Episode ``seed`` is reset exactly as the evaluation's episode of that seed (non-Atari envs).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -97,6 +102,8 @@ def _render_env(config: EnvConfig) -> tuple[Any, Any]:
         return _AtariAgentView(env, atari), np.asarray
     from frugalrl.envs.dynamics import apply_dynamics
 
+    if _is_mujoco(config.id):
+        _choose_mujoco_gl()
     env = gym.make(config.id, render_mode="rgb_array", **config.kwargs)
     if config.dynamics.changed:
         env = apply_dynamics(env, config.dynamics, config.id)
@@ -104,6 +111,44 @@ def _render_env(config: EnvConfig) -> tuple[Any, Any]:
         env = gym.wrappers.FrameStackObservation(env, config.frame_stack)
         return env, lambda obs: np.asarray(obs, dtype=np.float32).reshape(-1)
     return env, lambda obs: np.asarray(obs, dtype=np.float32)
+
+
+def _is_mujoco(env_id: str) -> bool:
+    import gymnasium as gym
+
+    try:
+        return "mujoco" in str(gym.spec(env_id).entry_point)
+    except gym.error.Error:
+        return False
+
+
+_GL_PROBE = (
+    "import sys; from importlib import import_module; "
+    "GLContext = import_module('mujoco.' + sys.argv[1]).GLContext; "
+    "ctx = GLContext(16, 16); ctx.make_current(); ctx.free()"
+)
+
+
+@functools.cache
+def _probe_gl(backend: str) -> bool:
+    """Whether MuJoCo can open an offscreen ``backend`` context on this machine (in a subprocess)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYOPENGL_PLATFORM"}
+    try:
+        proc = subprocess.run([sys.executable, "-c", _GL_PROBE, backend], env=env, capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode == 0
+
+
+def _choose_mujoco_gl(backends: tuple[str, ...] = ("egl", "osmesa")) -> str | None:
+    """Set ``MUJOCO_GL`` to the first offscreen backend that works, unless the user set it."""
+    if os.environ.get("MUJOCO_GL"):
+        return os.environ["MUJOCO_GL"]
+    for backend in backends:
+        if _probe_gl(backend):
+            os.environ["MUJOCO_GL"] = backend
+            return backend
+    return None  # rendering then fails in _frame with the one-line reason
 
 
 def _frame(env: Any, env_id: str) -> np.ndarray:
@@ -159,6 +204,14 @@ class _AtariAgentView:
             if terminated or truncated:
                 obs, info = self.env.reset()
         self.stack = [self._screen([obs])] * self.atari.stack_num
+        meanings = self.env.unwrapped.get_action_meanings()
+        if "FIRE" in meanings:  # as the vector env the policy trained in does (use_fire_reset): launch the ball
+            obs, _, terminated, truncated, info = self.step(meanings.index("FIRE"))
+            if terminated or truncated:
+                obs, info = self.env.reset()
+                self.stack = [self._screen([obs])] * self.atari.stack_num
+                obs = np.stack(self.stack)
+            return obs, info
         return np.stack(self.stack), info
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:

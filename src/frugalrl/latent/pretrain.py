@@ -286,7 +286,8 @@ def pretrain_encoder(
     metrics["dataset_sha256"] = sha
     metrics["dataset_frames"] = len(data)
     if probe:
-        metrics.update(probe_latent(models.encoder, config))
+        lookup = _ceiling_in_mlflow if config.tracking.enabled else None
+        metrics.update(probe_latent(models.encoder, config, ceiling_lookup=lookup))
     models.metadata = {"env_id": config.env.id, "objective": config.latent.objective, "dataset_sha256": sha}
     save_latent(out / "encoder.pt", models)
     atomic_write_bytes(out / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
@@ -309,6 +310,25 @@ def pretrain_encoder(
     return summary
 
 
+def _ceiling_in_mlflow(key: str) -> dict[str, float] | None:
+    """The probe ceiling of an earlier encoder run on the same frames (tag ``frugalrl.probe.ceiling_key``)."""
+    import mlflow
+
+    from frugalrl.errors import TrackingError
+    from frugalrl.tracking.store import check_tracking
+
+    try:
+        mlflow.set_tracking_uri(check_tracking())
+        runs = mlflow.search_runs(
+            search_all_experiments=True, filter_string=f"tags.`frugalrl.probe.ceiling_key` = '{key}'",
+            max_results=1, output_format="list",
+        )  # fmt: skip
+    except (TrackingError, mlflow.exceptions.MlflowException):
+        return None  # the run's own logging reports an unreachable store; here it only costs the ceiling
+    figures = {k: float(v) for k, v in (runs[0].data.metrics if runs else {}).items() if k.startswith("r2_cnn_")}
+    return figures or None
+
+
 def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summary: dict) -> dict:
     """MLflow run with the metrics and files; registers ``<game>-encoder`` (score: the ball probe R^2,
     or the PSNR when the probe was skipped)."""
@@ -318,4 +338,7 @@ def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summ
     files = [out / "metrics.json", out / "encoder.pt"]
     encoder = models.encoder
     example = np.zeros((1, encoder.in_channels, encoder.frame_size, encoder.frame_size), dtype=np.uint8)  # frames
-    return log_and_register(config, f"{config.name}-encoder", summary, files, encoder, "encoder", key, name, example)
+    tags = {"frugalrl.probe.ceiling_key": summary["ceiling_key"]} if "ceiling_key" in summary else {}
+    return log_and_register(
+        config, f"{config.name}-encoder", summary, files, encoder, "encoder", key, name, example, tags=tags
+    )

@@ -7,16 +7,27 @@ game is held out, so nearby frames of one episode never sit on both sides).
 
 This, not PSNR, is the encoder's quality figure: an autoencoder can reach 30+ dB while its
 latent says nothing about a ball that covers a handful of pixels.
+
+The ceiling depends on the frames, not the encoder, and is most of the probe's time, so it is
+computed once per game and frame set (``ceiling_key``) and cached: a JSON file under
+``$FRUGALRL_CACHE_DIR`` (default ``~/.cache/frugalrl``) on this machine, and the figures of any
+earlier encoder run tagged with the same key in MLflow (a pipeline pod starts with an empty disk).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.envs.registry import ale_game_name
 from frugalrl.errors import ConfigError
@@ -106,6 +117,52 @@ def cnn_ceiling(
         return torch.cat([model(x_test[i : i + 512]) for i in range(0, len(x_test), 512)])
 
 
+CEILING_VERSION = 1  # bump when cnn_ceiling or the labels change: old cached figures then miss
+
+
+def ceiling_key(config: ExperimentConfig, steps: int, seed: int, ceiling_steps: int) -> str:
+    """What the CNN ceiling depends on: the probe frames (env, preprocessing, steps, seed) and its fit."""
+    ident = {
+        "version": CEILING_VERSION,
+        "env": config.env.model_dump(mode="json"),
+        "collect_envs": config.latent.collect_envs,
+        "steps": steps,
+        "seed": seed,
+        "ceiling_steps": ceiling_steps,
+        "labels": PROBE_LABELS[probe_game(config.env.id)],
+        "torch": torch.__version__.split("+")[0],
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _cache_file(key: str) -> Path:
+    root = os.environ.get("FRUGALRL_CACHE_DIR") or Path.home() / ".cache" / "frugalrl"
+    return Path(root) / "probe-ceiling" / f"{key}.json"
+
+
+def _cached_ceiling(key: str, lookup: Callable[[str], dict[str, float] | None] | None) -> dict[str, float] | None:
+    path = _cache_file(key)
+    try:
+        figures = json.loads(path.read_text())
+        if isinstance(figures, dict) and figures and all(isinstance(v, float) for v in figures.values()):
+            return figures
+    except (OSError, ValueError):
+        pass  # absent or unreadable: computed again (and rewritten) below
+    figures = lookup(key) if lookup is not None else None
+    if figures:
+        _store_ceiling(key, figures)
+    return figures
+
+
+def _store_ceiling(key: str, figures: dict[str, float]) -> None:
+    try:
+        path = _cache_file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, json.dumps(figures, sort_keys=True).encode())
+    except OSError:
+        pass  # a read-only home only costs the next run the same minute
+
+
 def probe_latent(
     encoder: FrameEncoder,
     config: ExperimentConfig,
@@ -114,14 +171,18 @@ def probe_latent(
     probe_steps: int = 3000,
     ceiling_steps: int = 1500,
     data: FrameDataset | None = None,
+    ceiling_lookup: Callable[[str], dict[str, float] | None] | None = None,
 ) -> dict[str, Any]:
     """Held-out R^2 per label: linear and MLP probes on the latent, and the CNN ceiling.
 
     ``data`` defaults to ``steps`` fresh random-play frames under ``seed`` (not the encoder's
     training data). Returns per-label figures plus the summary ``ball_r2_mlp`` (mean of ball
     x and y), ``paddle_r2_mlp`` and ``ball_ceiling_r2``; ``ceiling_steps=0`` skips the CNN.
+    The ceiling comes from the cache when ``data`` is the default frame set (``ceiling_cached``
+    says which); ``ceiling_lookup`` finds it elsewhere (MLflow) when this machine has none.
     """
     game = probe_game(config.env.id)
+    key = ceiling_key(config, steps, seed, ceiling_steps) if data is None and ceiling_steps > 0 else None
     if data is None:
         collect_config = config.model_copy(update={"latent": config.latent.model_copy(update={"behaviour": "random"})})
         data = collect_frames(collect_config, steps=steps, seed=seed)
@@ -141,15 +202,21 @@ def probe_latent(
         "linear": linear_probe(z[train], y[train], z[test]),
         "mlp": mlp_probe(z[train], y[train], z[test], probe_steps, seed),
     }
-    if ceiling_steps > 0:
+    cached = _cached_ceiling(key, ceiling_lookup) if key is not None else None
+    if ceiling_steps > 0 and cached is None:
         preds["cnn"] = cnn_ceiling(x[train], y[train], x[test], ceiling_steps, seed)
     for kind, pred in preds.items():
         for name, score in zip(names, r2_scores(pred, y[test]), strict=True):
             results[f"r2_{kind}_{name}"] = round(score, 4)
+    if key is not None:
+        if cached is None:
+            _store_ceiling(key, {f"r2_cnn_{name}": results[f"r2_cnn_{name}"] for name in names})
+        results.update(cached or {})
+        results["ceiling_key"], results["ceiling_cached"] = key, cached is not None
     results["ball_r2_mlp"] = round((results["r2_mlp_ball_x"] + results["r2_mlp_ball_y"]) / 2, 4)
     results["ball_r2_linear"] = round((results["r2_linear_ball_x"] + results["r2_linear_ball_y"]) / 2, 4)
     results["paddle_r2_mlp"] = results[f"r2_mlp_{PADDLE[game]}"]
-    if "cnn" in preds:
+    if "r2_cnn_ball_x" in results:  # computed here or cached
         results["ball_ceiling_r2"] = round((results["r2_cnn_ball_x"] + results["r2_cnn_ball_y"]) / 2, 4)
         results["paddle_ceiling_r2"] = results[f"r2_cnn_{PADDLE[game]}"]
     return results

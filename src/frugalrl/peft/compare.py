@@ -31,7 +31,7 @@ from frugalrl.config import ExperimentConfig, PeftTarget
 from frugalrl.errors import ConfigError
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.peft.finetune import ACTOR_HEADS, CRITIC_HEADS, exported, finetune, target_env
-from frugalrl.peft.methods import adapt
+from frugalrl.peft.methods import adapt, merged
 from frugalrl.peft.source import SourceMissing, SourceRun, load_source
 from frugalrl.peft.store import ADAPTER_FILE, save_adapter
 
@@ -356,12 +356,14 @@ def _log(
         mlflow.log_artifacts(str(out / "adapters"), artifact_path="adapters")
         if adapted is not None:
             from frugalrl.envs.factory import make_vec_env
+            from frugalrl.nets.policy import ExportedPolicy
 
             policy, adapted_config = adapted
             env = make_vec_env(adapted_config.env.model_copy(update={"num_envs": 1}), training=False)
             example, _ = env.reset(seed=adapted_config.seed)
             env.close()
-            model_uri = tracker.log_policy(policy, example.astype("float32"))
+            served = ExportedPolicy(merged(policy.actor_critic), spec=policy.spec).eval()  # loads without peft
+            model_uri = tracker.log_policy(served, example.astype("float32"))
             for name in ("policy.pt", "config.yaml"):
                 tracker.log_artifact(out / "best" / name, artifact_path="best")
         return tracker.run_id, model_uri

@@ -232,6 +232,29 @@ def adapt(network: nn.Module, method: str, options: dict[str, Any] | None, heads
     return Adaptation(method, resolved, _count(network), base_parameters, keep)
 
 
+def merged(network: nn.Module) -> nn.Module:
+    """A copy of ``network`` with every ``peft``-library adapter folded into its base layer.
+
+    The served model is then plain torch layers: ``mlflow.pyfunc.load_model`` needs neither
+    frugalrl nor ``peft``. Outputs match the adapted network to float rounding. frugalrl's own
+    wrappers (``adapter``, ``prefix``) are not linear and stay; they are pickled by value.
+    """
+    import copy
+
+    out = copy.deepcopy(network)
+    try:
+        from peft.tuners.tuners_utils import BaseTunerLayer
+    except ImportError:  # no peft: no peft layers either
+        return out
+    for name, module in list(out.named_modules()):
+        if isinstance(module, BaseTunerLayer):
+            module.merge()
+            _set_module(out, name, module.get_base_layer())
+    for module in out.modules():  # the tuner leaves its config on the model it injected into
+        module.__dict__.pop("peft_config", None)
+    return out
+
+
 def trainable_state(network: nn.Module) -> dict[str, torch.Tensor]:
     """The trainable tensors by state-dict name: what an adapter file holds."""
     trainable = {name for name, p in network.named_parameters() if p.requires_grad}

@@ -144,8 +144,9 @@ def log_and_register(
     score_key: str,
     score_name: str,
     input_example: Any = None,
+    tags: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One MLflow run for a pretrained model (encoder, evaluator): numeric summary as metrics, the
+    """One MLflow run for a pretrained model (encoder, evaluator): numeric summary as metrics, ``tags``, the
     files as artifacts, the module as a pickled MLflow PyTorch model carrying ``files[-1]``, then
     registration as ``<task>-<kind>`` with ``summary[score_key]`` as its score, tagged ``score_name``
     (alias ``champion`` moves when it improves)."""
@@ -156,7 +157,7 @@ def log_and_register(
     with RunTracker(config, run_name=run_name) as tracker:
         numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         tracker.log_metrics(numeric, step=0)
-        mlflow.set_tag("frugalrl.dataset_sha256", summary["dataset_sha256"])
+        mlflow.set_tags({"frugalrl.dataset_sha256": summary["dataset_sha256"], **(tags or {})})
         for path in files:
             tracker.log_artifact(path, artifact_path=kind)
         info = mlflow.pytorch.log_model(

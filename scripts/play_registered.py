@@ -1,0 +1,139 @@
+"""Play a registered frugalrl policy with plain MLflow and gymnasium: no frugalrl needed.
+
+    python scripts/play_registered.py models:/cartpole-policy@champion --episodes 5
+
+What a team that only consumes the registry runs. The env id comes from the version's
+``frugalrl.env_id`` tag (or ``--env``); a policy adapted to changed MuJoCo physics carries them
+in ``frugalrl.env_dynamics`` (mass and friction scales, gravity), applied here to the stock env.
+Episode i starts from seed ``--seed + i``, as frugalrl's evaluation does. Atari policies take
+stacked 84x84 grayscale frames (the model's signature says so); this script makes them from the
+raw screen the usual way (4-frame skip with a max over the last two, resize, stack of 4, random
+no-ops and FIRE after reset), so its scores match frugalrl's evaluation in distribution, not
+episode by episode. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import gymnasium as gym
+import mlflow
+import numpy as np
+
+
+class FrameStack:
+    """Raw grayscale ALE screens to the (stack, size, size) uint8 input of a frugalrl Atari policy."""
+
+    def __init__(self, env: gym.Env, stack: int = 4, size: int = 84, skip: int = 4, noop_max: int = 30):
+        self.env, self.stack, self.size, self.skip, self.noop_max = env, stack, size, skip, noop_max
+        self.frames: list[np.ndarray] = []
+        meanings = env.unwrapped.get_action_meanings()
+        self.fire = meanings.index("FIRE") if "FIRE" in meanings else None
+
+    def _screen(self, raw: list[np.ndarray]) -> np.ndarray:
+        from PIL import Image
+
+        pooled = np.maximum(raw[-1], raw[-2]) if len(raw) > 1 else raw[-1]
+        resized = Image.fromarray(pooled).resize((self.size, self.size), Image.Resampling.BILINEAR)
+        return np.asarray(resized, dtype=np.uint8)
+
+    def reset(self, seed: int) -> np.ndarray:
+        obs, _ = self.env.reset(seed=seed)
+        for _ in range(int(np.random.default_rng(seed).integers(0, self.noop_max + 1))):
+            obs, _, terminated, truncated, _ = self.env.step(0)
+            if terminated or truncated:
+                obs, _ = self.env.reset()
+        self.frames = [self._screen([obs])] * self.stack
+        if self.fire is not None:
+            return self.step(self.fire)[0]
+        return np.stack(self.frames)
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool]:
+        raw, total, done = [], 0.0, False
+        for _ in range(self.skip):
+            obs, reward, terminated, truncated, _ = self.env.step(action)
+            raw.append(obs)
+            total, done = total + float(reward), terminated or truncated
+            if done:
+                break
+        self.frames = [*self.frames[1:], self._screen(raw)]
+        return np.stack(self.frames), total, done
+
+
+def with_dynamics(env: gym.Env, dynamics: dict) -> gym.Env:
+    """The stock MuJoCo env with the version's changed physics (as frugalrl's ``env.dynamics`` does)."""
+    model = env.unwrapped.model
+    model.body_mass[:] *= dynamics.get("mass_scale", 1.0)
+    model.body_inertia[:] *= dynamics.get("mass_scale", 1.0)
+    model.geom_friction[:, 0] *= dynamics.get("friction_scale", 1.0)
+    if dynamics.get("gravity") is not None:
+        model.opt.gravity[:] = dynamics["gravity"]
+    return env
+
+
+def play(
+    uri: str, env_id: str, episodes: int, seed: int, max_frames: int = 108_000, dynamics: dict | None = None
+) -> list[float]:
+    model = mlflow.pyfunc.load_model(uri)
+    atari = env_id.startswith("ALE/")
+    if atari:
+        import ale_py
+
+        gym.register_envs(ale_py)
+    returns = []
+    for i in range(episodes):
+        if atari:
+            env = FrameStack(gym.make(env_id, frameskip=1, obs_type="grayscale", max_num_frames_per_episode=max_frames))
+            obs, total, done = env.reset(seed + i), 0.0, False
+            while not done:
+                action = int(np.asarray(model.predict(obs[None]))[0])
+                obs, reward, done = env.step(action)
+                total += reward
+            env.env.close()
+        else:
+            env = with_dynamics(gym.make(env_id), dynamics) if dynamics else gym.make(env_id)
+            (obs, _), total, done = env.reset(seed=seed + i), 0.0, False
+            while not done:
+                action = np.asarray(model.predict(np.asarray(obs, dtype=np.float32)[None]))[0]
+                if isinstance(env.action_space, gym.spaces.Discrete):
+                    action = int(action)
+                else:
+                    action = np.clip(action, env.action_space.low, env.action_space.high)
+                obs, reward, terminated, truncated, _ = env.step(action)
+                total, done = total + float(reward), terminated or truncated
+            env.close()
+        returns.append(total)
+    return returns
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("uri", help="models:/NAME@ALIAS or models:/NAME/VERSION")
+    parser.add_argument("--env", help="gymnasium env id (default: the version's frugalrl.env_id tag)")
+    parser.add_argument("--episodes", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=10_000)
+    parser.add_argument("--max-frames", type=int, default=108_000, help="Atari: frames before an episode is cut")
+    args = parser.parse_args(argv)
+    env_id, dynamics = args.env, None
+    if env_id is None:
+        name, _, ref = args.uri.removeprefix("models:/").partition("@")
+        client = mlflow.MlflowClient()
+        if ref:
+            version = client.get_model_version_by_alias(name, ref)
+        else:
+            name, _, number = args.uri.removeprefix("models:/").partition("/")
+            version = client.get_model_version(name, number)
+        env_id = version.tags.get("frugalrl.env_id")
+        dynamics = json.loads(version.tags.get("frugalrl.env_dynamics", "null"))
+        if not env_id:
+            print(f"error: {args.uri} has no frugalrl.env_id tag; pass --env ENV_ID", file=sys.stderr)
+            return 2
+    returns = play(args.uri, env_id, args.episodes, args.seed, args.max_frames, dynamics)
+    print(json.dumps({"uri": args.uri, "env_id": env_id, "returns": returns, "mean": float(np.mean(returns))}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
