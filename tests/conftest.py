@@ -56,6 +56,8 @@ def tiny_config(**sections) -> ExperimentConfig:
         "checkpoint": {"every_updates": 2},
         "tracking": {"enabled": False},
     }
+    if sections.get("algo", "ppo") != "ppo" and "ppo" not in sections:
+        del data["ppo"]  # another algorithm's settings would be refused as ignored
     for key, value in sections.items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):
             data[key] = {**data[key], **value}

@@ -89,7 +89,7 @@ def test_missing_file_is_one_line(tmp_path, capsys):
         main(["config", "validate", str(tmp_path / "nope.yaml")])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
-    hint = "pass an existing YAML file such as configs/cartpole-ppo.yaml"
+    hint = "pass an existing file such as configs/cartpole-ppo.yaml"
     assert err == f"error: {tmp_path / 'nope.yaml'}: config file not found; {hint}"
 
 

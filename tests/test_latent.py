@@ -256,6 +256,7 @@ def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):
     config_file = tmp_path / "breakout.yaml"
     data = breakout().to_dict()
     data["tracking"]["enabled"] = True
+    data["latent"]["champion_min_psnr_db"] = 0.0  # a 3-update encoder: the registry's floor would keep it out
     config_file.write_text(json.dumps(data))
     cli_main(["pretrain", "encoder", "--config", str(config_file), "--out", str(tmp_path / "enc"), "--no-probe"])
     summary = json.loads((tmp_path / "enc" / "summary.json").read_text())

@@ -88,7 +88,8 @@ TEST_PROFILE = {
         "train": {
             "config": "configs/cartpole-pivot.yaml",
             "overrides": ["ppo.total_timesteps=2048", "ppo.update_epochs=2", "pivot.warmup_steps=512",
-                          "pivot.evaluator.pretrain_steps=1024", "eval.episodes=2", "name=server-test"],
+                          "pivot.evaluator.pretrain_steps=1024", "eval.episodes=2", "name=server-test",
+                          "pivot.evaluator.champion_min_spearman=-1"],  # a test-budget evaluator may serve
             "model_name": "cartpole-policy",
         },
         "tune": {"workers": 2, "overrides": ["tuning.trials=2"]},
@@ -96,6 +97,7 @@ TEST_PROFILE = {
             "config": "configs/breakout-latent.yaml",
             "overrides": ["total_real_steps=2048", "latent.collect_steps=512", "latent.pretrain_updates=5",
                           "latent.probe=false", "latent.virtual_num_envs=8", "eval.episodes=1",
+                          "latent.champion_min_psnr_db=0",  # a 5-update encoder, below the registry's floor
                           "env.atari.max_episode_steps=2000"],
             "model_name": "breakout-policy",
         },

@@ -53,9 +53,16 @@ def test_pretrain_command_writes_and_registers(tmp_path, capsys):
     data = yaml.safe_load((REPO / "configs/cartpole-pivot.yaml").read_text())
     data["pivot"]["evaluator"].update(pretrain_steps=1024, pretrain_epochs=3)
     path.write_text(yaml.safe_dump(data))
-    main(["pretrain", "evaluator", "--config", str(path), "--out", str(tmp_path / "ev")])
+    # the registry's floor: a version that does not rank states well enough never becomes champion
+    sets = ["--set", "pivot.evaluator.champion_min_spearman=1.0"]
+    main(["pretrain", "evaluator", "--config", str(path), "--out", str(tmp_path / "weak"), *sets])
+    assert "version 1 (challenger, not champion: below the champion floor (spearman" in capsys.readouterr().out
+    with pytest.raises(mlflow.exceptions.MlflowException):
+        MlflowClient().get_model_version_by_alias("cartpole-evaluator", "champion")
+    sets = ["--set", "pivot.evaluator.champion_min_spearman=-1.0"]  # any ranking clears it
+    main(["pretrain", "evaluator", "--config", str(path), "--out", str(tmp_path / "ev"), *sets])
     out = capsys.readouterr().out
-    assert "registered cartpole-evaluator version 1" in out
+    assert "registered cartpole-evaluator version 2 (champion)" in out
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
     metrics = json.loads((tmp_path / "ev" / "metrics.json").read_text())
     assert summary["spearman"] == metrics["spearman"]
@@ -125,6 +132,7 @@ def test_local_pivot_pipeline_registers_policy_and_evaluator(tmp_path, capsys):
         "pivot.warmup_steps=512",
         "pivot.evaluator.pretrain_steps=512",
         "pivot.evaluator.pretrain_epochs=2",
+        "pivot.evaluator.champion_min_spearman=-1.0",  # a test-budget evaluator: any ranking may serve
     ]
     args = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-pivot.yaml"), "--root", str(tmp_path / "root")]
     args += [arg for o in overrides for arg in ("--set", o)]

@@ -121,3 +121,23 @@ def test_gate_keeps_a_first_version_that_does_nothing_out_of_champion(tmp_path):
     v3 = register_model(uri, name, run_id, 20.0, "eval_mean")
     gate_promotion(name, v3, run_id, [20.0] * 10, 10_000, PromotionConfig(), random_returns)
     assert len(called) == 2  # with a champion in place, the random policy is not played
+
+
+def test_an_encoder_or_evaluator_below_its_floor_never_becomes_champion(tmp_path):
+    """Pretrained models have their own gate: a throwaway encoder must not take ``champion``."""
+    from frugalrl.tracking.registry import promote_if_better
+
+    (run_id, uri), name = _logged_run(tmp_path), "floor-encoder"
+    client = MlflowClient()
+    v1 = register_model(uri, name, run_id, 7.8, "psnr_db")
+    decided = promote_if_better(name, v1, 7.8, {"psnr_db": (7.8, 15.0), "ball_r2_mlp": (0.3, 0.0)})
+    assert not decided["promoted"] and decided["champion_version"] is None
+    assert "psnr_db 7.8 < 15" in decided["reason"] and "ball_r2" not in decided["reason"]
+    assert "below the champion floor" in client.get_model_version(name, v1).tags["frugalrl.promotion"]
+    with pytest.raises(Exception, match="champion"):
+        client.get_model_version_by_alias(name, "champion")
+    v2 = register_model(uri, name, run_id, 21.0, "psnr_db")
+    assert promote_if_better(name, v2, 21.0, {"psnr_db": (21.0, 15.0), "ball_r2_mlp": (0.4, 0.0)})["promoted"]
+    v3 = register_model(uri, name, run_id, 30.0, "psnr_db")  # a better score does not excuse a floor it misses
+    assert not promote_if_better(name, v3, 30.0, {"psnr_db": (30.0, 15.0), "ball_r2_mlp": (-0.2, 0.0)})["promoted"]
+    assert str(client.get_model_version_by_alias(name, "champion").version) == v2

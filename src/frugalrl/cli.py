@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -93,6 +93,11 @@ def train(
     typer.echo(f"summary: {out / 'summary.json'}")
 
 
+def _echo_registered(summary: dict) -> None:
+    verdict = "champion" if summary.get("promoted") else f"challenger, not champion: {summary.get('promotion')}"
+    typer.echo(f"registered {summary['registered_model']} version {summary['registered_version']} ({verdict})")
+
+
 @pretrain_app.command("evaluator")
 def pretrain_evaluator_command(
     config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML (its pivot section).")],
@@ -109,7 +114,7 @@ def pretrain_evaluator_command(
     summary = pretrain_evaluator(load_config(config, overrides or []), out, dataset)
     typer.echo(f"held-out Spearman {summary['spearman']:.3f} on {summary['test_samples']} samples")
     if summary.get("registered_model"):
-        typer.echo(f"registered {summary['registered_model']} version {summary['registered_version']}")
+        _echo_registered(summary)
     typer.echo(f"evaluator: {out / 'evaluator.pt'}")
 
 
@@ -137,7 +142,7 @@ def pretrain_encoder_command(
             f"paddle {summary['paddle_r2_mlp']:.3f}"
         )
     if summary.get("registered_model"):
-        typer.echo(f"registered {summary['registered_model']} version {summary['registered_version']}")
+        _echo_registered(summary)
     typer.echo(f"encoder: {out / 'encoder.pt'}")
 
 
@@ -324,10 +329,12 @@ def _log_latent_files(config: object, encoder: str, name: str, files: list[Path]
 
 @config_app.command("validate")
 def config_validate(file: Path, overrides: SetOption = None) -> None:
-    """Validate an experiment file; prints the resolved config hash on success."""
+    """Validate an experiment file and make its env once; prints the resolved config hash on success."""
     from frugalrl.config import load_config
+    from frugalrl.envs.factory import check_env
 
     cfg = load_config(file, overrides or [])
+    check_env(cfg)  # what the run will need from its env and algorithm, checked now
     typer.echo(f"{file}: valid ({cfg.env.id}, {cfg.algo}, config hash {cfg.hash()})")
 
 
@@ -362,6 +369,7 @@ def evaluate(
         from frugalrl.config import validate_config
 
         env_config = validate_config({"env": {**policy.spec["env"], "id": env}}, source="--env").env
+        _same_spaces(EnvConfig.model_validate(policy.spec["env"]), env_config)
     result = evaluate_policy(policy, env_config, episodes, seed, deterministic=not stochastic)
     if json_out:
         typer.echo(json.dumps({"env_id": env_config.id, **result.metrics(), "returns": result.returns}))
@@ -378,6 +386,23 @@ def evaluate(
             f"video: {recorded['path']} (episode from seed {seed}: return {recorded['episode_return']:.1f}, "
             f"{recorded['episode_steps']} steps, {recorded['frames']} frames)",
             err=json_out,  # --json keeps stdout one JSON document
+        )
+
+
+def _same_spaces(trained: Any, other: Any) -> None:
+    """Refuse ``evaluate --env`` on an env whose observations or actions the policy cannot take."""
+    from frugalrl.envs.factory import env_spaces
+
+    (obs_a, act_a), (obs_b, act_b) = env_spaces(trained), env_spaces(other)
+    if (
+        obs_a.shape != obs_b.shape
+        or type(act_a) is not type(act_b)
+        or act_a.shape != act_b.shape
+        or (getattr(act_a, "n", None) != getattr(act_b, "n", None))
+    ):
+        raise FrugalError(
+            f"--env {other.id}: observations {obs_b.shape} and actions {act_b} do not fit a policy trained on "
+            f"{trained.id} (observations {obs_a.shape}, actions {act_a}); evaluate it on an env with the same spaces"
         )
 
 
@@ -522,18 +547,30 @@ def check(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the command; returns on success, exits non-zero otherwise (2 for bad input)."""
+    """Run the command; returns on success, exits non-zero otherwise (2 for bad input, 130 for Ctrl-C).
+
+    Click runs outside its standalone mode so that every way out passes here: a usage error is
+    one line (not a usage box), Ctrl-C is a message and 130 (Click would print "Aborted!", exit 1).
+    """
+    try:  # Typer 0.2x vendors its own Click; older ones use the package
+        import typer._click as click
+    except ImportError:
+        import click
+
     try:
-        app(args=argv, prog_name="frugalrl")
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            raise
+        code = app(args=argv, prog_name="frugalrl", standalone_mode=False)
+    except click.exceptions.ClickException as exc:  # bad arguments or options
+        command = " ".join(exc.ctx.command_path.split()[1:]) if getattr(exc, "ctx", None) else ""
+        print(f"error: {exc.format_message()} (see: frugalrl {command} --help)".replace("  ", " "), file=sys.stderr)
+        sys.exit(exc.exit_code)
     except FrugalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("interrupted; the last checkpoint is kept", file=sys.stderr)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        print("interrupted; files this command finished writing are kept", file=sys.stderr)
         sys.exit(130)
+    if isinstance(code, int) and code != 0:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import types
 import typing
 from pathlib import Path
 from typing import Any, Literal
@@ -19,8 +20,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from frugalrl.errors import ConfigError
 
 
+def _is_number_field(annotation: Any) -> bool:
+    """int or float (or an optional / union of them), not bool."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    options = options or (annotation,)
+    return bool({int, float} & set(options)) and bool not in options
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    """Unknown keys refused; numbers finite (no inf or nan); a boolean is not a number (YAML's
+    ``update_epochs: true`` would otherwise train with 1 epoch)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and _is_number_field(field.annotation):
+            raise ValueError("a boolean is not a number here; write the number")
+        return value
 
 
 class AtariConfig(_Strict):
@@ -28,7 +47,7 @@ class AtariConfig(_Strict):
 
     frameskip: int = Field(4, ge=1, le=16)
     stack_num: int = Field(4, ge=1, le=16)
-    img_size: int = Field(84, ge=16, le=210)
+    img_size: int = Field(84, ge=36, le=210, description="the Nature CNN's three convolutions need 36+ pixels")
     grayscale: bool = True
     noop_max: int = Field(30, ge=0, le=1000)
     episodic_life: bool = False
@@ -302,6 +321,9 @@ class EvaluatorConfig(_Strict):
     pretrain_steps: int = Field(10_000, ge=1, description="env steps of baseline PPO collected for pretraining")
     pretrain_epochs: int = Field(10, ge=1)
     holdout_fraction: float = Field(0.2, gt=0, lt=1)
+    champion_min_spearman: float = Field(
+        0.1, ge=-1, le=1, description="registry gate: held-out rank correlation a version needs to become champion"
+    )
 
 
 class PivotConfig(_Strict):
@@ -409,6 +431,12 @@ class LatentConfig(_Strict):
     behaviour: str = Field("random", description="'random' or a policy path / models:/ URI that plays the game")
     pretrain_updates: int = Field(3000, ge=1, description="encoder gradient steps")
     probe: bool = Field(True, description="RAM probe of the pretrained latent (~1 min on CPU); off: PSNR is its score")
+    champion_min_psnr_db: float = Field(
+        15.0, ge=0, description="registry gate: reconstruction PSNR an encoder needs to become champion"
+    )
+    champion_min_ball_r2: float = Field(
+        0.0, le=1, description="registry gate: ball probe R^2 (MLP) an encoder needs to become champion, when probed"
+    )
     batch_size: int = Field(64, ge=2)
     learning_rate: float = Field(1e-3, gt=0, le=1.0)
     holdout_fraction: float = Field(0.1, gt=0, lt=1)
@@ -589,7 +617,18 @@ class PeftConfig(_Strict):
             raise ValueError(f"unknown PEFT method(s) {unknown}; allowed: {sorted(METHODS)}")
         if not value:
             raise ValueError(f"name at least one method; allowed: {sorted(METHODS)}")
+        for name, options in value.items():  # typed here, not after the source policy has trained
+            defaults = METHODS[name].defaults
+            for key, option in (options or {}).items():
+                if key not in defaults:
+                    allowed = sorted(defaults) or "none"
+                    raise ValueError(f"PEFT method {name}: unknown option {key!r}; allowed: {allowed}")
+                if isinstance(option, bool) or not isinstance(option, int) or option < 1:
+                    raise ValueError(f"PEFT method {name}: {key} = {option!r} must be a positive whole number")
         return value
+
+
+_ALGO_SECTIONS: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "dqn": DQNConfig, "sac": SACConfig}
 
 
 class ExperimentConfig(_Strict):
@@ -640,6 +679,29 @@ class ExperimentConfig(_Strict):
             section.total_timesteps = budget
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_ignored_algo_section(cls, data: Any) -> Any:
+        """A section of an algorithm the run does not use, with settings in it, would be ignored silently."""
+        if isinstance(data, dict):
+            algo = data.get("algo", "ppo")
+            for other in ("ppo", "dqn", "sac"):
+                section = data.get(other)
+                if other != algo and isinstance(section, dict) and section:
+                    model = _ALGO_SECTIONS[other]
+                    try:  # compared as validated values ("1e-05" from a JSON dump is YAML text for 1e-5)
+                        given = model.model_validate(section).model_dump()
+                    except ValidationError:
+                        continue  # the section's own validation names the problem
+                    defaults = model().model_dump()
+                    changed = sorted(k for k in section if given[k] != defaults[k])
+                    if changed:
+                        raise ValueError(
+                            f"{other}: settings {changed} are ignored by algo {algo!r}; remove the {other} "
+                            f"section or set algo: {other}"
+                        )
+        return data
+
     @model_validator(mode="after")
     def _latent_runs_alone(self) -> ExperimentConfig:
         if self.algo != "ppo" and (self.latent.enabled or self.selection.kind != "all"):
@@ -688,14 +750,28 @@ class ExperimentConfig(_Strict):
     def hash(self) -> str:
         """Content hash of the resolved config (stable across key order).
 
-        An empty ``settings`` (a registered kind's own options, added after many checkpoints were
-        written) is left out, so configs that do not use it keep their hash and their checkpoints.
+        Fields added after many checkpoints were written (``_ADDED_LATER``) are left out while at
+        their default, so configs that do not use them keep their hash and their checkpoints.
         """
         data = self.to_dict()
-        for section in ("selection", "replay"):
-            if data[section].get("settings") == {}:
-                del data[section]["settings"]
+        for path, default in _ADDED_LATER.items():
+            *parents, key = path
+            node = data
+            for part in parents:
+                node = node[part]
+            if node.get(key) == default:
+                del node[key]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# Added after checkpoints existed; left out of ``hash()`` at these defaults (add new fields here).
+_ADDED_LATER: dict[tuple[str, ...], Any] = {
+    ("selection", "settings"): {},
+    ("replay", "settings"): {},
+    ("pivot", "evaluator", "champion_min_spearman"): 0.1,
+    ("latent", "champion_min_psnr_db"): 15.0,
+    ("latent", "champion_min_ball_r2"): 0.0,
+}
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -727,7 +803,13 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
             if not isinstance(child, dict):
                 raise ConfigError(f"{source}: override {item!r}: {key} is not a section")
             node = child
-        node[keys[-1]] = yaml.safe_load(raw) if raw.strip() else None
+        try:
+            node[keys[-1]] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            raise ConfigError(
+                f"{source}: --set {item!r}: the value does not parse ({problem}); quote it or complete it"
+            ) from None
     return data
 
 
@@ -774,32 +856,62 @@ def validate_config(data: Any, source: str = "<config>") -> ExperimentConfig:
         raise ConfigError(_describe(errors[0], source, len(errors) - 1)) from None
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
-    """Read a YAML experiment file, apply overrides, validate."""
-    path = Path(path)
-    source = str(path)
-    if not path.is_file():
-        raise ConfigError(
-            f"{source}: config file not found; pass an existing YAML file such as configs/cartpole-ppo.yaml"
-        )
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error, not "the last wins"."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                lines = f"lines {seen[key] + 1} and {key_node.start_mark.line + 1}"
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice ({lines})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def yaml_mapping(text: str, source: str, what: str = "config") -> dict[str, Any]:
+    """Parse YAML ``text`` that must be a non-empty mapping (duplicate keys refused); one-line ``ConfigError``."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{source}: not valid YAML{where}; fix the syntax") from None
+        problem = getattr(exc, "problem", None) or ""
+        detail = f" ({problem})" if "given twice" in problem else ""
+        raise ConfigError(f"{source}: not valid YAML{where}{detail}; fix the syntax") from None
+    if data is None:
+        raise ConfigError(f"{source}: the {what} is empty; write its keys (see configs/ for examples)")
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def read_text_file(path: str | Path, what: str, example: str) -> str:
+    """A UTF-8 text file's contents, or a one-line ``ConfigError`` saying what is wrong with the path."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: {what} not found; pass an existing file such as {example}")
+    if not path.is_file():
+        raise ConfigError(f"{path}: is a directory, not a {what}; pass a file such as {example}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file (binary?); pass a YAML {what}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read a YAML experiment file, apply overrides, validate."""
+    source = str(path)
+    data = yaml_mapping(read_text_file(path, "config file", "configs/cartpole-ppo.yaml"), source)
     data = apply_overrides(data, overrides or [], source)
     return validate_config(data, source)
 
 
 def config_from_yaml_text(text: str, overrides: list[str] | None = None, source: str = "<config>") -> ExperimentConfig:
     """Like ``load_config`` for YAML text (used by pipeline components)."""
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        raise ConfigError(f"{source}: not valid YAML; fix the syntax") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: top level must be a mapping of keys")
-    return validate_config(apply_overrides(data, overrides or [], source), source)
+    return validate_config(apply_overrides(yaml_mapping(text, source), overrides or [], source), source)

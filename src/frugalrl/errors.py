@@ -42,3 +42,9 @@ class PipelineFailed(FrugalError):
 
 class ClusterError(FrugalError):
     """The Kubeflow Pipelines API server is unreachable or refused a request (check --host, KFP_TOKEN)."""
+
+
+class Interrupted(FrugalError):
+    """Ctrl-C during a run: the message names what is kept and how to continue."""
+
+    exit_code = 130

@@ -15,10 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
-from frugalrl.config import ExperimentConfig, _describe, _Strict, load_config
+from frugalrl.config import ExperimentConfig, _describe, _Strict, load_config, read_text_file, yaml_mapping
 from frugalrl.errors import ConfigError
 
 # The patterns kfp's PipelineTask.set_cpu_*/set_memory_* accept, checked here so that a bad value is a
@@ -156,13 +155,8 @@ def load_profile(name_or_path: str, root: Path) -> Profile:
     if not path.is_file():
         known = sorted(p.stem for p in profiles.glob("*.yaml"))
         raise ConfigError(f"profile {name_or_path!r} not found; known profiles: {known}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"profile {path.name}: not valid YAML{where}; fix the syntax") from None
-    profile = validate_profile(data, f"profile {path.name}", root)
+    text = read_text_file(path, "profile", "profiles/quick.yaml")
+    profile = validate_profile(yaml_mapping(text, f"profile {path.name}", "profile"), f"profile {path.name}", root)
     for key in ("train", "latent", "peft"):
         stage = getattr(profile.stages, key)
         if stage is None:

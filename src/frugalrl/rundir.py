@@ -6,9 +6,13 @@ helpers, so the layout and the run contract (docs/run-contract.md) live in one p
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import os
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,66 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise FrugalError("device = cuda but no CUDA device is visible; set device: cpu or auto")
     return torch.device(name)
+
+
+def check_new_run_dir(out: Path) -> None:
+    """Refuse an ``--out`` a new run would clobber, before anything is written (one-line ``FrugalError``).
+
+    A new run needs a new or empty directory it can write. An empty path is the current
+    directory (an unset shell variable, usually), which holds the user's files: refused too.
+    """
+    out = Path(out)
+    name = "the current directory" if str(out) in ("", ".") else str(out)
+    if out.exists() and not out.is_dir():
+        raise FrugalError(f"--out {name} is a file, not a directory; give a new or empty directory")
+    if out.is_dir():
+        entries = sorted(p.name for p in out.iterdir())
+        if entries:
+            hint = (
+                f"continue that run with --resume {name}"
+                if (out / CHECKPOINT_FILE).exists()
+                else "nothing there is overwritten; move it away or pick a new --out"
+            )
+            raise FrugalError(
+                f"--out {name} is not empty ({len(entries)} entries, e.g. {entries[0]}); "
+                f"a new run needs a new or empty directory: {hint}"
+            )
+    parent = out.resolve()
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FrugalError(f"--out {name}: {parent} is not writable; pick a directory you can write to")
+
+
+@contextlib.contextmanager
+def preflight(out: Path) -> Iterator[None]:
+    """Set-up of a new run: when it fails, the run directory it created is removed again."""
+    created = not Path(out).exists()
+    try:
+        yield
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def truncate_metrics_log(out: Path, update: int) -> int:
+    """Drop ``metrics.jsonl`` lines after ``update`` (a resume redoes them); how many were dropped."""
+    path = Path(out) / "metrics.jsonl"
+    if not path.is_file():
+        return 0
+    lines = path.read_text().splitlines(keepends=True)
+    kept = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:  # a line cut by the kill: redone as well
+            continue
+        if not isinstance(record, dict) or record.get("update", 0) <= update:
+            kept.append(line if line.endswith("\n") else line + "\n")
+    if len(kept) != len(lines):
+        atomic_write_bytes(path, "".join(kept).encode())
+    return len(lines) - len(kept)
 
 
 def start_run_dir(config: ExperimentConfig, out: Path) -> torch.device:

@@ -33,17 +33,17 @@ from frugalrl.checkpoint import (
 )
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
-from frugalrl.envs.factory import make_vec_env
+from frugalrl.envs.factory import check_env, make_vec_env
 from frugalrl.envs.wrappers import (
     env_state_dict,
     load_env_state_dict,
     wrapper_chain,
 )
-from frugalrl.errors import CheckpointError, FrugalError, TrainingDiverged
+from frugalrl.errors import CheckpointError, FrugalError, Interrupted, TrainingDiverged
 from frugalrl.fusion.launch import under_torchrun
 from frugalrl.loop import Callback, Checkpointer, MetricsLog, OnUpdate, Progress, Throughput, Tracking, run_loop
 from frugalrl.progress import TrainingProgress
-from frugalrl.rundir import finish_run, start_run_dir
+from frugalrl.rundir import check_new_run_dir, finish_run, preflight, start_run_dir, truncate_metrics_log
 from frugalrl.selection import SampleSelector
 from frugalrl.selectors import SELECTORS, SelectorContext
 
@@ -82,7 +82,19 @@ def build_learner(
     return agent
 
 
-def _checkpoint_state(agent: Learner, meter: CostMeter, config: ExperimentConfig, run_id: str | None) -> dict[str, Any]:
+def _interrupted(agent: Learner, ckpt_path: Path, out: Path) -> str:
+    if not agent.resumable:
+        return f"interrupted at update {agent.update}; this kind of run cannot be resumed: start it again"
+    if not ckpt_path.exists():
+        return f"interrupted at update {agent.update} before the first checkpoint; start again with a new --out"
+    kept = load_checkpoint(ckpt_path)["agent"].get("update", "?")
+    return (f"interrupted at update {agent.update}; the checkpoint of update {kept} is kept at {ckpt_path}; "
+            f"continue with: frugalrl train --resume {out}")  # fmt: skip
+
+
+def _checkpoint_state(
+    agent: Learner, meter: CostMeter, config: ExperimentConfig, run_id: str | None, out: Path
+) -> dict[str, Any]:
     base = _base_env(agent.env)
     snapshot = base.snapshot() if isinstance(base, Snapshottable) else None
     return {
@@ -95,6 +107,7 @@ def _checkpoint_state(agent: Learner, meter: CostMeter, config: ExperimentConfig
         "env_snapshot": pack_bytes(snapshot),
         "torch_rng": torch.get_rng_state(),
         "mlflow_run_id": run_id,
+        "run_dir": str(Path(out).resolve()),  # a copied directory resumes into an MLflow run of its own
     }
 
 
@@ -142,53 +155,62 @@ def train(
     sync = None
     state = None
     ckpt_path = out / CHECKPOINT_FILE
-    if config.latent.enabled:  # two rollout sources behind one learner; no checkpoints yet
-        if resume:
-            raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
-        from frugalrl.latent.train import start_latent_run
-
-        meter = CostMeter()
-        agent, device = start_latent_run(config, out, meter)
-        env = agent.env
-        rank = 0
-    else:
-        if under_torchrun():  # one of N workers: gradients are fused; rank 0 alone reports and checkpoints
-            from frugalrl.fusion.launch import init_distributed
-
-            sync = init_distributed(config)
+    if not resume:
+        check_new_run_dir(out)
+    check_env(config)  # an env or algorithm the run cannot use fails here, before anything is written
+    with preflight(out):  # a set-up that fails leaves no half-made run directory behind
+        if config.latent.enabled:  # two rollout sources behind one learner; no checkpoints yet
             if resume:
-                raise FrugalError("multi-worker runs cannot be resumed yet; start a new run with --out")
-            if sync.rank > 0:
-                out = out / f"rank{sync.rank}"
-                config = config.model_copy(update={"tracking": config.tracking.model_copy(update={"enabled": False})})
-        ckpt_path = out / CHECKPOINT_FILE
-        if resume:
-            state = load_checkpoint(ckpt_path)
-        elif ckpt_path.exists():
-            raise FrugalError(
-                f"{out} already holds a run (checkpoint.pt); continue it with --resume {out} or pick a new --out"
-            )
-        device = start_run_dir(config, out)
+                raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
+            from frugalrl.latent.train import start_latent_run
 
-        env = make_vec_env(config.env, gamma=config.algo_config.gamma)
-        meter = CostMeter()
-        # the same initial weights on every worker; workers fuse their gradients through ``sync``
-        agent = build_learner(config, env, meter, device, sync or LOCAL_SYNC)
-        rank = sync.rank if sync else 0
-        if sync:
-            torch.manual_seed(config.seed + 1000 * rank)  # each worker samples its own actions and minibatches
-            agent.seed_sampling(config.seed + 1000 * rank)
-        if state is not None:
-            _restore(state, agent, meter, config)
+            meter = CostMeter()
+            agent, device = start_latent_run(config, out, meter)
+            env = agent.env
+            rank = 0
         else:
-            agent.start(config.seed + 1000 * rank)  # and plays its own episodes
+            if under_torchrun():  # one of N workers: gradients are fused; rank 0 alone reports and checkpoints
+                from frugalrl.fusion.launch import init_distributed
+
+                sync = init_distributed(config)
+                if resume:
+                    raise FrugalError("multi-worker runs cannot be resumed yet; start a new run with --out")
+                if sync.rank > 0:
+                    out = out / f"rank{sync.rank}"
+                    tracking = config.tracking.model_copy(update={"enabled": False})
+                    config = config.model_copy(update={"tracking": tracking})
+            ckpt_path = out / CHECKPOINT_FILE
+            if resume:
+                state = load_checkpoint(ckpt_path)
+            device = start_run_dir(config, out)
+
+            env = make_vec_env(config.env, gamma=config.algo_config.gamma)
+            meter = CostMeter()
+            # the same initial weights on every worker; workers fuse their gradients through ``sync``
+            agent = build_learner(config, env, meter, device, sync or LOCAL_SYNC)
+            rank = sync.rank if sync else 0
+            if sync:
+                torch.manual_seed(config.seed + 1000 * rank)  # each worker samples its own actions and minibatches
+                agent.seed_sampling(config.seed + 1000 * rank)
+            if state is not None:
+                _restore(state, agent, meter, config)
+                dropped = truncate_metrics_log(out, agent.update)
+                redo = f"; {dropped} later lines of metrics.jsonl are redone" if dropped else ""
+                print(f"resuming {out} from update {agent.update} (step {agent.global_step:,}){redo}")
+            else:
+                agent.start(config.seed + 1000 * rank)  # and plays its own episodes
 
     tracker_cm: Any = contextlib.nullcontext(None)
     if config.tracking.enabled:
         from frugalrl.tracking import RunTracker
 
         resume_id = state.get("mlflow_run_id") if state else None
-        tracker_cm = RunTracker(config, run_id=resume_id, pipeline_run_id=pipeline_run_id)
+        tags = {}
+        if state and state.get("run_dir") not in (None, str(out.resolve())):  # a copy (or a move) of the run
+            tags = {"frugalrl.copied_from_run_id": str(resume_id), "frugalrl.copied_from_dir": state["run_dir"]}
+            print(f"{out} is a copy of {state['run_dir']}: it gets its own MLflow run (copied from {resume_id})")
+            resume_id = None
+        tracker_cm = RunTracker(config, run_id=resume_id, pipeline_run_id=pipeline_run_id, tags=tags)
 
     metrics_log = (out / "metrics.jsonl").open("a")
     try:
@@ -198,7 +220,7 @@ def train(
             if agent.resumable and rank == 0:
                 checkpointer = Checkpointer(
                     ckpt_path,
-                    lambda learner: _checkpoint_state(learner, meter, config, run_id),
+                    lambda learner: _checkpoint_state(learner, meter, config, run_id, out),
                     config.checkpoint.every_updates,
                 )
             with TrainingProgress(agent.total_steps, agent.global_step, config.log_every_updates, interactive) as bar:
@@ -211,6 +233,8 @@ def train(
                 hooks += [*callbacks, *([checkpointer] if checkpointer else [])]
                 try:
                     run_loop(agent, hooks)
+                except KeyboardInterrupt:
+                    raise Interrupted(_interrupted(agent, ckpt_path, out)) from None
                 except TrainingDiverged as exc:
                     if not agent.resumable:  # nothing to resume from: the error as the learner raised it
                         raise

@@ -58,7 +58,7 @@ def record_episode(
     path = Path(path)
     if path.suffix.lower() != ".gif":
         raise VideoUnavailable(f"--video {path}: recordings are GIF files; give a path ending in .gif")
-    env, preprocess = _render_env(env_config)
+    env, preprocess = _render_env(env_config, width)
     policy = policy.eval()
     frames: list[np.ndarray] = []
     total, steps = 0.0, 0
@@ -82,7 +82,7 @@ def record_episode(
     return {"path": str(path), "episode_return": total, "episode_steps": steps, "frames": len(kept)}
 
 
-def _render_env(config: EnvConfig) -> tuple[Any, Any]:
+def _render_env(config: EnvConfig, width: int = 320) -> tuple[Any, Any]:
     """A single env rendering ``rgb_array``, and the observation preprocessing the policy expects."""
     import gymnasium as gym
 
@@ -102,9 +102,11 @@ def _render_env(config: EnvConfig) -> tuple[Any, Any]:
         return _AtariAgentView(env, atari), np.asarray
     from frugalrl.envs.dynamics import apply_dynamics
 
+    size: dict[str, int] = {}
     if _is_mujoco(config.id):
         _choose_mujoco_gl()
-    env = gym.make(config.id, render_mode="rgb_array", **config.kwargs)
+        size = {"width": width, "height": width}  # software GL draws every pixel: no larger than the GIF
+    env = gym.make(config.id, render_mode="rgb_array", **{**size, **config.kwargs})
     if config.dynamics.changed:
         env = apply_dynamics(env, config.dynamics, config.id)
     if config.frame_stack > 1:

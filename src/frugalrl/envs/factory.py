@@ -13,7 +13,7 @@ from functools import partial
 
 import gymnasium as gym
 
-from frugalrl.config import DynamicsConfig, EnvConfig
+from frugalrl.config import DynamicsConfig, EnvConfig, ExperimentConfig
 from frugalrl.envs.batched_cartpole import ENV_ID as BATCHED_ID
 from frugalrl.envs.batched_cartpole import BatchedCartPole
 from frugalrl.envs.dynamics import apply_dynamics
@@ -106,3 +106,52 @@ def make_vec_env(
     if training and config.normalize_obs and not is_atari(config.id):
         env = NormalizeObservation(env, clip=config.clip_obs)
     return env
+
+
+def env_spaces(env_config: EnvConfig, seed: int = 0) -> tuple[gym.Space, gym.Space]:
+    """Make one env of ``env_config`` (and reset it) to read its spaces; a one-line ``EnvError`` if it fails."""
+    if is_atari(env_config.id):
+        vector = make_atari_vector_env(env_config, 1)
+        spaces = vector.single_observation_space, vector.single_action_space
+        vector.close()
+        return spaces
+    try:
+        env = _make_single(env_config.id, env_config.kwargs, env_config.dynamics)
+        env.reset(seed=seed)
+    except EnvError:
+        raise
+    except Exception as exc:  # gymnasium's own checks of kwargs raise plain errors
+        message = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise EnvError(f"env {env_config.id} with env.kwargs {env_config.kwargs}: {message}") from None
+    spaces = env.observation_space, env.action_space
+    env.close()
+    if env_config.frame_stack > 1:  # the policy sees the stack flattened
+        import numpy as np
+
+        shape = (int(np.prod(spaces[0].shape)) * env_config.frame_stack,)
+        spaces = gym.spaces.Box(-np.inf, np.inf, shape), spaces[1]
+    return spaces
+
+
+def check_env(config: ExperimentConfig) -> tuple[gym.Space, gym.Space]:
+    """Make the config's env once and check that the run can use it; its (observation, action) spaces.
+
+    What would otherwise fail deep inside a run (or, worse, run wrong): env.kwargs gymnasium
+    rejects, an algorithm that cannot act in the action space (SAC needs continuous actions,
+    DQN discrete ones), the latent curriculum on a game without frames. One-line ``EnvError``.
+    """
+    env_config = config.env
+    if config.latent.enabled and not is_atari(env_config.id):
+        raise EnvError(f"env {env_config.id}: the latent curriculum encodes Atari frames; use an ALE/ game")
+    observation, action = env_spaces(env_config, config.seed)
+    needs = {"sac": gym.spaces.Box, "dqn": gym.spaces.Discrete}.get(config.algo)
+    if needs is not None and not isinstance(action, needs):
+        kind = "continuous (Box)" if needs is gym.spaces.Box else "discrete"
+        fits = "ppo or dqn" if config.algo == "sac" else "ppo or sac"
+        raise EnvError(
+            f"algo {config.algo} needs {kind} actions and {env_config.id} has {type(action).__name__}; "
+            f"use algo {fits}, or an env with {kind} actions"
+        )
+    if not isinstance(action, gym.spaces.Box | gym.spaces.Discrete):
+        raise EnvError(f"env {env_config.id}: {type(action).__name__} actions are not supported; Box or Discrete only")
+    return observation, action

@@ -339,6 +339,9 @@ def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summ
     encoder = models.encoder
     example = np.zeros((1, encoder.in_channels, encoder.frame_size, encoder.frame_size), dtype=np.uint8)  # frames
     tags = {"frugalrl.probe.ceiling_key": summary["ceiling_key"]} if "ceiling_key" in summary else {}
+    floors = {"psnr_db": (summary["psnr_db"], config.latent.champion_min_psnr_db)}
+    if "ball_r2_mlp" in summary:
+        floors["ball_r2_mlp"] = (summary["ball_r2_mlp"], config.latent.champion_min_ball_r2)
     return log_and_register(
-        config, f"{config.name}-encoder", summary, files, encoder, "encoder", key, name, example, tags=tags
+        config, f"{config.name}-encoder", summary, files, encoder, "encoder", key, name, example, tags, floors
     )

@@ -193,6 +193,7 @@ def _log_evaluator(config: ExperimentConfig, out: Path, evaluator: ImportanceEva
     files = [out / "metrics.json", out / "evaluator.pt"]
     run_name = f"{config.name}-evaluator"
     example = np.zeros((1, *evaluator.obs_shape), dtype=np.uint8 if evaluator.pixels else np.float32)
+    floors = {"spearman": (summary["spearman"], config.pivot.evaluator.champion_min_spearman)}
     return log_and_register(
-        config, run_name, summary, files, evaluator, "evaluator", "spearman", "heldout_spearman", example
+        config, run_name, summary, files, evaluator, "evaluator", "spearman", "heldout_spearman", example, None, floors
     )

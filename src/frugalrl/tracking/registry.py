@@ -57,14 +57,28 @@ def challenge(client: Any, name: str, version: str) -> Any | None:
         return None
 
 
-def promote_if_better(name: str, version: str, score: float) -> dict[str, Any]:
-    """Alias ``version`` as ``challenger``; move ``champion`` to it if it beats the champion.
+def promote_if_better(
+    name: str, version: str, score: float, floors: dict[str, tuple[float, float]] | None = None
+) -> dict[str, Any]:
+    """Alias ``version`` as ``challenger``; move ``champion`` to it if it clears ``floors`` and beats the champion.
 
-    Returns the decision and its evidence. The first registered version becomes champion.
-    (A statistical gate replaces the plain comparison in the production pipeline.)
+    ``floors`` maps a figure's name to (measured, minimum): a version below any of them never
+    becomes champion, not even the first (a throwaway 3-update encoder must not). Returns the
+    decision and its evidence. (A statistical gate replaces this for policies.)
     """
     client = registry_client()
     champion = challenge(client, name, version)
+    short = {key: (measured, minimum) for key, (measured, minimum) in (floors or {}).items() if not measured >= minimum}
+    if short:
+        reason = "; ".join(f"{key} {measured:.3g} < {minimum:.3g}" for key, (measured, minimum) in short.items())
+        client.set_model_version_tag(name, version, "frugalrl.promotion", f"below the champion floor: {reason}")
+        return {
+            "promoted": False,
+            "reason": f"below the champion floor ({reason}); set in the config",
+            "champion_version": str(champion.version) if champion is not None else None,
+            "challenger_score": score,
+            "champion_score": float(champion.tags.get("frugalrl.score", "nan")) if champion is not None else None,
+        }
     if champion is None:
         client.set_registered_model_alias(name, "champion", version)
         return {
@@ -145,6 +159,7 @@ def log_and_register(
     score_name: str,
     input_example: Any = None,
     tags: dict[str, str] | None = None,
+    floors: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any]:
     """One MLflow run for a pretrained model (encoder, evaluator): numeric summary as metrics, ``tags``, the
     files as artifacts, the module as a pickled MLflow PyTorch model carrying ``files[-1]``, then
@@ -172,6 +187,7 @@ def log_and_register(
     name = f"{task_name(config.env.id)}-{kind}"
     score = float(summary[score_key])
     version = register_model(info.model_uri, name, run_id, score, score_name)
-    decision = promote_if_better(name, version, score)
+    decision = promote_if_better(name, version, score, floors)
     return {"mlflow_run_id": run_id, "model_uri": info.model_uri, "registered_model": name,
-            "registered_version": version, "promoted": decision["promoted"]}  # fmt: skip
+            "registered_version": version, "promoted": decision["promoted"],
+            "promotion": decision["reason"]}  # fmt: skip

@@ -31,6 +31,7 @@ class RunTracker:
         run_id: str | None = None,
         run_name: str | None = None,
         pipeline_run_id: str | None = None,
+        tags: dict[str, str] | None = None,
     ):
         import mlflow
 
@@ -44,6 +45,8 @@ class RunTracker:
         self.run_id: str | None = None
         self._pending: list[Any] = []  # metrics not sent yet (mlflow.entities.Metric)
         self._sent_at = time.monotonic()
+        self._tags = dict(tags or {})
+        self._logged_through: dict[str, int] = {}  # a resumed run: per key, the last step MLflow holds
 
     def __enter__(self) -> RunTracker:
         mlflow = self.mlflow
@@ -58,7 +61,11 @@ class RunTracker:
         if self._resume_id is None:
             params = {key: str(value)[:500] for key, value in flatten(self.config.to_dict()).items()}
             mlflow.log_params(params)
-        mlflow.set_tags(lineage_tags(self.config, self._pipeline_run_id))
+        mlflow.set_tags({**lineage_tags(self.config, self._pipeline_run_id), **self._tags})
+        if self._resume_id is not None:
+            client = self.mlflow.tracking.MlflowClient()
+            for key in client.get_run(self.run_id).data.metrics:  # what the run logged before it stopped
+                self._logged_through[key] = max(m.step for m in client.get_metric_history(self.run_id, key))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -80,7 +87,8 @@ class RunTracker:
             Metric(key, float(value), now, step)
             for key, value in metrics.items()
             if isinstance(value, int | float) and np.isfinite(value)
-        ]
+            and step > self._logged_through.get(key, -1)  # a resume redoes steps MLflow holds: not sent twice
+        ]  # fmt: skip
         if len(self._pending) >= FLUSH_METRICS or time.monotonic() - self._sent_at >= FLUSH_SECONDS:
             self.flush()
 
