@@ -118,8 +118,10 @@ def test_metrics_are_sent_in_batches_and_none_is_lost(tmp_path, monkeypatch):
 
     monkeypatch.setattr(MlflowClient, "log_batch", counted)
     monkeypatch.setattr(runs_module, "FLUSH_SECONDS", 3600.0)
-    config = tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 2048})  # 16 updates
-    summary = train(config, tmp_path / "run", interactive=False)
+    config = tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 2048}, checkpoint={"every_updates": 8})
+    summary = train(config, tmp_path / "run", interactive=False)  # 16 updates, a checkpoint after the 8th and 16th
     history = MlflowClient().get_metric_history(summary["mlflow_run_id"], "policy_loss")
     assert [m.step for m in history] == [128 * (i + 1) for i in range(16)]
-    assert len(calls) == 1 and calls[0] > 16  # one send at the end, with the summary: not one per update
+    # one send per checkpoint (MLflow then holds what a resume will not redo) and one with the summary:
+    # not one per update
+    assert len(calls) == 3 and sum(calls) > 16, calls

@@ -109,9 +109,12 @@ def pretrain_evaluator_command(
 ) -> None:
     """Pretrain the PivotRL importance evaluator on labelled baseline-PPO rollouts."""
     from frugalrl.config import load_config
+    from frugalrl.envs.factory import check_env
     from frugalrl.pivot.pretrain import pretrain_evaluator
 
-    summary = pretrain_evaluator(load_config(config, overrides or []), out, dataset)
+    loaded = load_config(config, overrides or [])
+    check_env(loaded)
+    summary = pretrain_evaluator(loaded, out, dataset)
     typer.echo(f"held-out Spearman {summary['spearman']:.3f} on {summary['test_samples']} samples")
     if summary.get("registered_model"):
         _echo_registered(summary)
@@ -130,9 +133,14 @@ def pretrain_encoder_command(
 ) -> None:
     """Pretrain the frame encoder and the latent world model; probe and register them."""
     from frugalrl.config import load_config
+    from frugalrl.envs.registry import is_atari
     from frugalrl.latent.pretrain import pretrain_encoder
 
     loaded = load_config(config, overrides or [])
+    if not is_atari(loaded.env.id):
+        raise FrugalError(
+            f"{config}: env {loaded.env.id}: a frame encoder is pretrained on Atari screens; use an ALE/ game"
+        )
     probe = probe and loaded.latent.probe
     summary = pretrain_encoder(loaded, out, dataset, probe)
     typer.echo(f"held-out PSNR {summary['psnr_db']:.2f} dB at latent_dim {summary['latent_dim']}")
@@ -210,11 +218,19 @@ def pytorchjob_validate(file: Path) -> None:
     """Validate a PyTorchJob manifest (its fields and every pod template); exit 2 with the first problem."""
     import yaml
 
+    from frugalrl.config import read_text_file
     from frugalrl.fusion.pytorchjob import validate_manifest
 
-    if not file.is_file():
-        raise FrugalError(f"{file} not found")
-    for doc in yaml.safe_load_all(file.read_text()):
+    text = read_text_file(file, "PyTorchJob manifest", "a file written by frugalrl pytorchjob render")
+    try:
+        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError:
+        raise FrugalError(f"{file}: not valid YAML; fix the syntax") from None
+    if not docs:
+        raise FrugalError(f"{file}: empty; write a PyTorchJob manifest (frugalrl pytorchjob render makes one)")
+    for doc in docs:
+        if not isinstance(doc, dict):
+            raise FrugalError(f"{file}: a {type(doc).__name__}, not a PyTorchJob manifest (a mapping)")
         validate_manifest(doc)
     typer.echo(f"{file}: valid PyTorchJob")
 
@@ -257,8 +273,13 @@ def peft_apply_command(
 
 def _latent_config(encoder: str, env_id: str) -> tuple:  # noqa: ANN202 - (LatentModels, ExperimentConfig)
     from frugalrl.config import validate_config
+    from frugalrl.envs.registry import is_atari
     from frugalrl.latent.store import load_latent
 
+    if not is_atari(env_id):
+        raise FrugalError(
+            f"--env {env_id}: a frame encoder reads Atari screens; use an ALE/ game such as ALE/Breakout-v5"
+        )
     models = load_latent(encoder)
     stack = models.encoder.in_channels
     config = validate_config(
@@ -467,6 +488,14 @@ ParamOption = Annotated[list[str] | None, typer.Option("--param", help="A pipeli
 HostOption = Annotated[str, typer.Option("--host", help="The KFP API server, e.g. http://localhost:8080")]
 
 
+def _check_host(host: str) -> None:
+    from urllib.parse import urlparse
+
+    parsed = urlparse(host)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise FrugalError(f"--host {host!r} is not an http(s) URL of the KFP API; e.g. --host http://localhost:8080")
+
+
 @pipeline_app.command("submit")
 def pipeline_submit(
     host: HostOption,
@@ -479,6 +508,7 @@ def pipeline_submit(
     """Start one run on a Kubeflow Pipelines cluster (compiles first unless --package)."""
     import tempfile
 
+    _check_host(host)
     _pipelines()  # puts the checkout's pipelines/ on the path
     from pipelines.remote import submit
 
@@ -500,6 +530,7 @@ def pipeline_schedule(
     """Create a recurring run on a Kubeflow Pipelines cluster."""
     import tempfile
 
+    _check_host(host)
     _pipelines()
     from pipelines.remote import kfp_cron, schedule
 
@@ -534,6 +565,14 @@ def pipeline_run(
 
 
 @app.command()
+def sync(run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of train).")]) -> None:
+    """Send what a run kept while its MLflow store was away; mark a run that was killed KILLED."""
+    from frugalrl.tracking.offline import sync_run_dir
+
+    typer.echo(sync_run_dir(run_dir))
+
+
+@app.command()
 def check(
     benchmark_mode: Annotated[bool, typer.Option("--benchmark-mode", help="Add a short hardware probe.")] = False,
 ) -> None:
@@ -557,6 +596,12 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError:
         import click
 
+    import logging
+
+    # MLflow's INFO lines ("Creating initial MLflow database tables...") are not the user's business:
+    # the variable covers an import still to come, the level one that already happened
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"])
     try:
         code = app(args=argv, prog_name="frugalrl", standalone_mode=False)
     except click.exceptions.ClickException as exc:  # bad arguments or options

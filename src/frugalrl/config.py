@@ -520,6 +520,8 @@ class TrackingConfig(_Strict):
     enabled: bool = True
     experiment: str = "frugalrl"
     log_model: bool = True
+    timeout_s: float = Field(10.0, gt=0, le=600, description="one request to an MLflow server, at most")
+    retries: int = Field(2, ge=0, le=10, description="retries of a failed request (1 s, 2 s, ... apart)")
 
 
 class SearchDimension(_Strict):
@@ -771,6 +773,8 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("pivot", "evaluator", "champion_min_spearman"): 0.1,
     ("latent", "champion_min_psnr_db"): 15.0,
     ("latent", "champion_min_ball_r2"): 0.0,
+    ("tracking", "timeout_s"): 10.0,
+    ("tracking", "retries"): 2,
 }
 
 

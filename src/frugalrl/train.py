@@ -82,13 +82,14 @@ def build_learner(
     return agent
 
 
-def _interrupted(agent: Learner, ckpt_path: Path, out: Path) -> str:
+def _interrupted(agent: Learner, saved: int | None, ckpt_path: Path, out: Path) -> str:
+    """The Ctrl-C line: what is kept and how to go on."""
     if not agent.resumable:
         return f"interrupted at update {agent.update}; this kind of run cannot be resumed: start it again"
-    if not ckpt_path.exists():
+    if saved is None and not ckpt_path.exists():
         return f"interrupted at update {agent.update} before the first checkpoint; start again with a new --out"
-    kept = load_checkpoint(ckpt_path)["agent"].get("update", "?")
-    return (f"interrupted at update {agent.update}; the checkpoint of update {kept} is kept at {ckpt_path}; "
+    kept = f"update {saved}" if saved is not None else "an earlier update"
+    return (f"interrupted at update {agent.update}; the checkpoint of {kept} is kept at {ckpt_path}; "
             f"continue with: frugalrl train --resume {out}")  # fmt: skip
 
 
@@ -210,7 +211,12 @@ def train(
             tags = {"frugalrl.copied_from_run_id": str(resume_id), "frugalrl.copied_from_dir": state["run_dir"]}
             print(f"{out} is a copy of {state['run_dir']}: it gets its own MLflow run (copied from {resume_id})")
             resume_id = None
-        tracker_cm = RunTracker(config, run_id=resume_id, pipeline_run_id=pipeline_run_id, tags=tags)
+        if resume_id is not None and not tags:  # what the last attempt could not send goes first
+            from frugalrl.tracking.offline import pending, sync_run_dir
+
+            if pending(out):
+                print(sync_run_dir(out))
+        tracker_cm = RunTracker(config, run_id=resume_id, pipeline_run_id=pipeline_run_id, tags=tags, buffer_dir=out)
 
     metrics_log = (out / "metrics.jsonl").open("a")
     try:
@@ -218,9 +224,15 @@ def train(
             run_id = tracker.run_id if tracker else None
             checkpointer = None
             if agent.resumable and rank == 0:
+
+                def state(learner: Learner) -> dict[str, Any]:
+                    if tracker is not None:  # MLflow holds every step up to the checkpoint: a resume redoes the rest
+                        tracker.flush()
+                    return _checkpoint_state(learner, meter, config, run_id, out)
+
                 checkpointer = Checkpointer(
                     ckpt_path,
-                    lambda learner: _checkpoint_state(learner, meter, config, run_id, out),
+                    state,
                     config.checkpoint.every_updates,
                 )
             with TrainingProgress(agent.total_steps, agent.global_step, config.log_every_updates, interactive) as bar:
@@ -234,7 +246,8 @@ def train(
                 try:
                     run_loop(agent, hooks)
                 except KeyboardInterrupt:
-                    raise Interrupted(_interrupted(agent, ckpt_path, out)) from None
+                    saved = checkpointer.saved_at if checkpointer is not None else None
+                    raise Interrupted(_interrupted(agent, saved, ckpt_path, out)) from None
                 except TrainingDiverged as exc:
                     if not agent.resumable:  # nothing to resume from: the error as the learner raised it
                         raise

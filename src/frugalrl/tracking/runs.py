@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ from frugalrl.tracking.store import check_tracking
 
 FLUSH_METRICS = 2000  # queued metric values that trigger a send
 FLUSH_SECONDS = 10.0  # or seconds since the last send: MLflow's UI lags by at most this
+RECONNECT_SECONDS = 30.0  # while the store is away, how often a flush asks whether it is back
 
 
 class RunTracker:
@@ -32,12 +37,17 @@ class RunTracker:
         run_name: str | None = None,
         pipeline_run_id: str | None = None,
         tags: dict[str, str] | None = None,
+        buffer_dir: Path | None = None,
     ):
         import mlflow
 
         self.mlflow = mlflow
         self.config = config
-        self.uri = check_tracking()
+        # MLflow's own defaults retry a dead server for minutes; the config bounds it (env vars still win)
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(max(1, config.tracking.timeout_s))))
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", str(config.tracking.retries))
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+        self.uri = check_tracking(timeout_s=config.tracking.timeout_s)
         mlflow.set_tracking_uri(self.uri)
         self._resume_id = run_id
         self._run_name = run_name or config.name
@@ -47,6 +57,9 @@ class RunTracker:
         self._sent_at = time.monotonic()
         self._tags = dict(tags or {})
         self._logged_through: dict[str, int] = {}  # a resumed run: per key, the last step MLflow holds
+        self.buffer_dir = Path(buffer_dir) if buffer_dir is not None else None
+        self.offline = False  # the store stopped answering: what cannot be sent waits in buffer_dir
+        self._offline_checked = 0.0
 
     def __enter__(self) -> RunTracker:
         mlflow = self.mlflow
@@ -69,10 +82,65 @@ class RunTracker:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        status = "FINISHED" if exc_type is None else "FAILED"
         try:
             self.flush()
         finally:
-            self.mlflow.end_run(status="FINISHED" if exc_type is None else "FAILED")
+            if self.offline:
+                self._keep({"kind": "end", "status": status})
+                self._quietly(self.mlflow.end_run, status)  # ends the local run state; the store may not hear it
+            else:
+                try:
+                    self.mlflow.end_run(status=status)
+                except Exception as error:
+                    self._went_away("ending the run", error)
+                    self._keep({"kind": "end", "status": status})
+
+    def _went_away(self, doing: str, error: BaseException) -> None:
+        """The store failed: without a run directory that is an error; with one, the run goes on offline."""
+        reason = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
+        if self.buffer_dir is None:
+            raise TrackingError(f"MLflow store {self.uri} failed while {doing} ({reason}); check the store") from None
+        if not self.offline:
+            from frugalrl.tracking.offline import OFFLINE_FILE
+
+            print(
+                f"warning: MLflow store {self.uri} stopped answering while {doing} ({reason}); training goes on, "
+                f"tracking waits in {self.buffer_dir / OFFLINE_FILE}: send it with `frugalrl sync {self.buffer_dir}`",
+                file=sys.stderr,
+            )
+        self.offline = True
+        self._offline_checked = time.monotonic()
+
+    def _keep(self, entry: dict[str, Any]) -> None:
+        from frugalrl.tracking.offline import record
+
+        assert self.buffer_dir is not None
+        record(self.buffer_dir, entry)
+
+    @staticmethod
+    def _quietly(call: Any, *args: Any) -> None:
+        with contextlib.suppress(Exception):  # the store is already known to be away
+            call(*args)
+
+    def _back(self) -> bool:
+        """While offline, at most every RECONNECT_SECONDS: does the store answer again? Then send what waited."""
+        if time.monotonic() - self._offline_checked < RECONNECT_SECONDS:
+            return False
+        self._offline_checked = time.monotonic()
+        try:
+            if self.uri.startswith(("http://", "https://")):
+                urllib.request.urlopen(f"{self.uri.rstrip('/')}/health", timeout=2).close()
+            from frugalrl.tracking.offline import OFFLINE_FILE, SYNCED_FILE, pending, replay
+
+            assert self.buffer_dir is not None and self.run_id is not None
+            replay(self.run_id, pending(self.buffer_dir), self.buffer_dir)
+        except Exception:
+            return False
+        (self.buffer_dir / OFFLINE_FILE).replace(self.buffer_dir / SYNCED_FILE)
+        self.offline = False
+        print(f"MLflow store {self.uri} answers again; what waited was sent", file=sys.stderr)
+        return True
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Queue one step's metrics; they go to MLflow in batches (``flush``).
@@ -93,20 +161,58 @@ class RunTracker:
             self.flush()
 
     def flush(self) -> None:
-        """Send the queued metrics (at most 1,000 per request, MLflow's batch limit)."""
+        """Send the queued metrics (at most 1,000 per request, MLflow's batch limit); offline, keep them."""
         self._sent_at = time.monotonic()
         if not self._pending or self.run_id is None:
             return
-        client = self.mlflow.tracking.MlflowClient()
         pending, self._pending = self._pending, []
+        if self.offline and not self._back():
+            self._keep({"kind": "metrics", "metrics": [[m.key, m.value, m.timestamp, m.step] for m in pending]})
+            return
+        client = self.mlflow.tracking.MlflowClient()
         for start in range(0, len(pending), 1000):
-            client.log_batch(self.run_id, metrics=pending[start : start + 1000])
+            try:
+                client.log_batch(self.run_id, metrics=pending[start : start + 1000])
+            except Exception as error:
+                self._went_away("logging metrics", error)
+                rest = pending[start:]
+                self._keep({"kind": "metrics", "metrics": [[m.key, m.value, m.timestamp, m.step] for m in rest]})
+                return
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
-        self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
+        if not self.offline:
+            try:
+                self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
+                return
+            except Exception as error:
+                self._went_away(f"logging {Path(path).name}", error)
+        self._keep({"kind": "artifact", "path": str(Path(path).resolve()), "artifact_path": artifact_path})
 
-    def log_policy(self, policy: Any, input_example: np.ndarray) -> str:
-        """Log the exported policy as an MLflow PyTorch model; returns its model URI.
+    def set_tags(self, tags: dict[str, str]) -> None:
+        if not self.offline:
+            try:
+                self.mlflow.set_tags(tags)
+                return
+            except Exception as error:
+                self._went_away("setting tags", error)
+        self._keep({"kind": "tags", "tags": {k: str(v) for k, v in tags.items()}})
+
+    def log_policy(self, policy: Any, input_example: np.ndarray) -> str | None:
+        """Log the exported policy as an MLflow PyTorch model; its model URI (None while the store is away:
+        ``frugalrl sync`` logs it from policy.pt later)."""
+        if not self.offline:
+            try:
+                uri = self.log_model(policy, input_example)
+                self.mlflow.set_tags({"frugalrl.version": __version__, "frugalrl.policy_uri": uri})
+                return uri
+            except Exception as error:
+                self._went_away("logging the policy model", error)
+        self._keep({"kind": "policy"})
+        return None
+
+    @staticmethod
+    def log_model(policy: Any, input_example: np.ndarray) -> str:
+        """The policy as an MLflow PyTorch model of the active run; its URI.
 
         frugalrl's classes are pickled by value, so ``mlflow.pyfunc.load_model`` works in a
         Python that has torch, numpy and mlflow but not frugalrl.
@@ -131,6 +237,4 @@ class RunTracker:
             )
         finally:
             cloudpickle.unregister_pickle_by_value(frugalrl)
-        self.mlflow.set_tag("frugalrl.version", __version__)
-        self.mlflow.set_tag("frugalrl.policy_uri", info.model_uri)
         return info.model_uri

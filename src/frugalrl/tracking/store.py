@@ -43,6 +43,10 @@ def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
         if not db.is_absolute():
             db = Path.cwd() / db
         folder = db.parent
+        if db.is_dir():
+            raise TrackingError(f"MLflow store {uri}: {db} is a directory, not a database; fix MLFLOW_TRACKING_URI")
+        if db.exists() and not os.access(db, os.R_OK | os.W_OK):
+            raise TrackingError(f"MLflow store {uri}: {db} is not writable; fix its permissions or MLFLOW_TRACKING_URI")
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             raise TrackingError(
                 f"MLflow store {uri}: folder {folder} is missing or not writable; fix MLFLOW_TRACKING_URI"

@@ -1,0 +1,136 @@
+"""Tracking that survives its server: what could not be sent waits in the run directory.
+
+When the MLflow store stops answering mid-run, ``RunTracker`` keeps training going and appends
+what it could not send (metrics, artifacts, tags, the policy model, the run's end) to
+``RUN_DIR/mlflow_offline.jsonl``, one JSON entry per line. ``sync_run_dir`` (``frugalrl sync
+RUN_DIR``) replays the entries in order once the store answers again, then renames the file to
+``mlflow_offline.synced.jsonl`` (kept: it says what was late). A run killed while MLflow still
+shows it RUNNING is marked KILLED by the same command.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from frugalrl.errors import TrackingError
+
+OFFLINE_FILE = "mlflow_offline.jsonl"
+SYNCED_FILE = "mlflow_offline.synced.jsonl"
+
+
+def record(run_dir: Path, entry: dict[str, Any]) -> None:
+    """Append one entry (flushed at once: a kill after this line keeps it)."""
+    with (Path(run_dir) / OFFLINE_FILE).open("a") as handle:
+        handle.write(json.dumps(entry) + "\n")
+        handle.flush()
+
+
+def pending(run_dir: Path) -> list[dict[str, Any]]:
+    """The entries waiting in ``run_dir`` (a line cut by a kill is dropped)."""
+    path = Path(run_dir) / OFFLINE_FILE
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text().splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            continue
+    return entries
+
+
+def _run_id(run_dir: Path) -> str | None:
+    summary = run_dir / "summary.json"
+    if summary.is_file():
+        return json.loads(summary.read_text()).get("mlflow_run_id")
+    checkpoint = run_dir / "checkpoint.pt"
+    if checkpoint.is_file():
+        from frugalrl.checkpoint import load_checkpoint
+
+        return load_checkpoint(checkpoint).get("mlflow_run_id")
+    return None
+
+
+def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[str, int]:
+    """Send ``entries`` to the MLflow run ``run_id``; counts of what was sent, by kind."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    client = MlflowClient()
+    sent = {"metrics": 0, "artifacts": 0, "tags": 0, "policy": 0, "end": 0}
+    for entry in entries:
+        kind = entry["kind"]
+        if kind == "metrics":
+            metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in entry["metrics"]]
+            for start in range(0, len(metrics), 1000):
+                client.log_batch(run_id, metrics=metrics[start : start + 1000])
+            sent["metrics"] += len(metrics)
+        elif kind == "artifact":
+            client.log_artifact(run_id, entry["path"], artifact_path=entry.get("artifact_path"))
+            sent["artifacts"] += 1
+        elif kind == "tags":
+            for key, value in entry["tags"].items():
+                client.set_tag(run_id, key, value)
+            sent["tags"] += len(entry["tags"])
+        elif kind == "policy":
+            _log_policy_late(run_id, run_dir)
+            sent["policy"] += 1
+        elif kind == "end":
+            client.set_terminated(run_id, status=entry["status"])
+            sent["end"] += 1
+    return sent
+
+
+def _log_policy_late(run_id: str, run_dir: Path) -> None:
+    """The run's policy.pt as its MLflow model, as the run would have logged it; summary.json gets its URI."""
+    import mlflow
+
+    from frugalrl.checkpoint import atomic_write_bytes
+    from frugalrl.envs.factory import make_vec_env
+    from frugalrl.policy_store import load_policy_file
+    from frugalrl.tracking.runs import RunTracker
+
+    policy, config = load_policy_file(run_dir)
+    env = make_vec_env(config.env.model_copy(update={"num_envs": 1}), training=False)
+    example, _ = env.reset(seed=config.seed)
+    env.close()
+    with mlflow.start_run(run_id=run_id):
+        uri = RunTracker.log_model(policy, example[:1].astype("float32") if example.dtype != "uint8" else example[:1])
+    summary_path = run_dir / "summary.json"
+    if summary_path.is_file():
+        summary = json.loads(summary_path.read_text())
+        summary["model_uri"] = uri
+        atomic_write_bytes(summary_path, (json.dumps(summary, indent=2) + "\n").encode())
+
+
+def sync_run_dir(run_dir: Path) -> str:
+    """Send what ``run_dir`` kept while MLflow was away; mark a killed run KILLED. One line saying what was done."""
+    import mlflow
+
+    from frugalrl.tracking.store import check_tracking
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise TrackingError(f"{run_dir} is not a run directory; pass the --out directory of a run")
+    run_id = _run_id(run_dir)
+    if run_id is None:
+        raise TrackingError(f"{run_dir} names no MLflow run (no summary.json or checkpoint with a run id)")
+    mlflow.set_tracking_uri(check_tracking())
+    client = mlflow.MlflowClient()
+    try:
+        status = client.get_run(run_id).info.status
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:160]
+        raise TrackingError(f"MLflow run {run_id} of {run_dir} cannot be read ({reason}); check the store") from None
+    entries = pending(run_dir)
+    sent = replay(run_id, entries, run_dir) if entries else {}
+    if entries:
+        (run_dir / OFFLINE_FILE).replace(run_dir / SYNCED_FILE)
+    killed = not (run_dir / "summary.json").is_file() and not sent.get("end") and status == "RUNNING"
+    if killed:  # the process died without ending its run: say so in MLflow
+        client.set_terminated(run_id, status="KILLED")
+    what = ", ".join(f"{n} {kind}" for kind, n in sent.items() if n) or "nothing was waiting"
+    marked = "; marked KILLED (it never finished)" if killed else ""
+    return f"synced {run_dir} to MLflow run {run_id}: {what}{marked}"

@@ -1,0 +1,415 @@
+"""Bad input on every command: exit code 2, at most 3 lines naming the problem, no traceback, nothing changed.
+
+Table-driven, written from the commands' arguments: each case builds its inputs in a fresh
+directory, runs ``frugalrl ...`` in-process, and checks the exit code, the error text, that no
+traceback escaped and that no file under the directory (nor the working directory) was created,
+changed or removed (checksums before and after).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from frugalrl.cli import main
+
+from .conftest import REPO, tiny_config
+
+# ------------------------------------------------------------------ the inputs
+
+
+# Configs that fail validation itself (schema, YAML, values). Every command that reads a config
+# refuses each of them.
+BAD_CONFIGS: dict[str, str | bytes] = {
+    "empty file": "",
+    "only whitespace": "   \n\n",
+    "a list at the top": "- 1\n- 2\n",
+    "a bare string": "hello\n",
+    "duplicate key": "algo: ppo\nseed: 1\nseed: 2\n",
+    "duplicate nested key": "ppo:\n  learning_rate: 0.1\n  learning_rate: 0.2\n",
+    "unclosed bracket": "policy:\n  hidden: [64,\n",
+    "tab indentation": "ppo:\n\tlearning_rate: 0.1\n",
+    "not UTF-8": b"\xff\xfe\x00a\x00l\x00g\x00o",
+    "unknown top key": "nonsense: 1\n",
+    "unknown nested key": "ppo:\n  learnig_rate: 0.1\n",
+    "bool as epochs": "ppo:\n  update_epochs: true\n",
+    "bool as seed": "seed: false\n",
+    "infinite eps": "ppo:\n  adam_eps: .inf\n",
+    "nan learning rate": "ppo:\n  learning_rate: .nan\n",
+    "negative learning rate": "ppo:\n  learning_rate: -1\n",
+    "text learning rate": "ppo:\n  learning_rate: 3e-4x\n",
+    "negative seed": "seed: -3\n",
+    "zero envs": "env:\n  num_envs: 0\n",
+    "unknown env": "env:\n  id: NoSuchEnv-v0\n",
+    "unknown algo": "algo: a2c\n",
+    "unknown device": "device: tpu\n",
+    "ignored ppo section": "algo: dqn\nenv:\n  id: CartPole-v1\nppo:\n  learning_rate: 0.1\n",
+    "ignored sac section": "sac:\n  batch_size: 7\n",
+    "batch over rollout": "ppo:\n  batch_size: 99999\n",
+    "atari frames too small": "env:\n  id: ALE/Breakout-v5\n  atari:\n    img_size: 17\n",
+    "zero eval episodes": "eval:\n  episodes: 0\n",
+    "zero tracking timeout": "tracking:\n  timeout_s: 0\n",
+    "unknown selector": "selection:\n  kind: nope\n",
+    "unknown replay": "replay:\n  kind: nope\n",
+    "zero workers": "distributed:\n  workers: 0\n",
+    "peft rank not a number": (
+        "algo: sac\nenv:\n  id: InvertedPendulum-v5\npeft:\n  targets:\n    - {name: t, dynamics: {mass_scale: 2}}\n"
+        "  methods:\n    lora: {rank: big}\n"
+    ),
+    "peft unknown method": (
+        "algo: sac\nenv:\n  id: InvertedPendulum-v5\npeft:\n  targets:\n    - {name: t, dynamics: {mass_scale: 2}}\n"
+        "  methods:\n    lorra: {}\n"
+    ),
+    "selection without ppo": "algo: dqn\nenv:\n  id: CartPole-v1\nselection:\n  kind: random\n",
+}
+
+# Configs that validate but ask for something the env cannot give: refused by the commands
+# that make the env (config validate, train), before anything is written.
+BAD_ENV_CONFIGS: dict[str, str] = {
+    "sac on discrete actions": "algo: sac\nenv:\n  id: CartPole-v1\n",
+    "dqn on continuous actions": "algo: dqn\nenv:\n  id: Pendulum-v1\n",
+    "negative episode limit": "env:\n  id: CartPole-v1\n  kwargs:\n    max_episode_steps: -5\n",
+    "unknown env kwarg": "env:\n  id: CartPole-v1\n  kwargs:\n    no_such_kwarg: 1\n",
+    "latent on classic control": "env:\n  id: CartPole-v1\nlatent:\n  enabled: true\n",
+}
+
+BAD_SETS = {
+    "no equals sign": "ppo.learning_rate",
+    "empty key": "=3",
+    "unclosed list": "policy.hidden=[64,",
+    "unclosed mapping": "env.kwargs={a: 1",
+    "unknown key": "ppo.learnig_rate=0.1",
+    "bool as number": "ppo.update_epochs=true",
+    "infinite value": "ppo.clip_coef=.inf",
+    "section as value": "ppo=3",
+    "text as number": "seed=abc",
+    "below a scalar": "seed.x=1",
+}
+
+
+# ------------------------------------------------------------------ the cases
+
+
+@dataclass
+class Case:
+    name: str
+    argv: Callable[[Path], list[str]]  # the command line, given the case's directory
+    setup: Callable[[Path], None] = lambda d: None
+    says: str = ""  # a fragment the error line must contain
+
+
+def _write(name: str, content: str | bytes) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        path = d / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+    return setup
+
+
+def _good_config(d: Path) -> None:
+    (d / "good.yaml").write_text(json.dumps(tiny_config().to_dict()))
+
+
+def _non_empty_out(d: Path) -> None:
+    _good_config(d)
+    (d / "out").mkdir()
+    (d / "out" / "notes.txt").write_text("the user's own file\n")
+
+
+def _run_without_checkpoint(d: Path) -> None:
+    _good_config(d)
+    (d / "run").mkdir()
+    (d / "run" / "config.yaml").write_text((d / "good.yaml").read_text())
+
+
+def _corrupt_checkpoint(d: Path) -> None:
+    _run_without_checkpoint(d)
+    (d / "run" / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
+
+
+def _garbage_policy(d: Path) -> None:
+    (d / "run").mkdir()
+    (d / "run" / "policy.pt").write_bytes(b"\x00garbage")
+
+
+def _profile(text: str) -> Callable[[Path], None]:
+    return _write("profile.yaml", text)
+
+
+CONFIG_COMMANDS: dict[str, Callable[[Path], list[str]]] = {
+    "config validate": lambda d: ["config", "validate", str(d / "c.yaml")],
+    "config show": lambda d: ["config", "show", str(d / "c.yaml")],
+    "train": lambda d: ["train", str(d / "c.yaml"), "--out", str(d / "out")],
+    "tune": lambda d: ["tune", "-c", str(d / "c.yaml"), "-o", str(d / "out")],
+    "pretrain evaluator": lambda d: ["pretrain", "evaluator", "-c", str(d / "c.yaml"), "-o", str(d / "out")],
+    "pretrain encoder": lambda d: ["pretrain", "encoder", "-c", str(d / "c.yaml"), "-o", str(d / "out")],
+    "peft compare": lambda d: ["peft", "compare", "-c", str(d / "c.yaml"), "-o", str(d / "out")],
+    "pipeline compile": lambda d: ["pipeline", "compile", "-o", str(d / "p.yaml"), "--config", str(d / "c.yaml")],
+}
+
+CASES: list[Case] = []
+for command, argv in CONFIG_COMMANDS.items():
+    for what, content in BAD_CONFIGS.items():
+        CASES.append(Case(f"{command}: {what}", argv, _write("c.yaml", content), "c.yaml"))
+    CASES.append(Case(f"{command}: config missing", argv, says="not found"))
+    CASES.append(Case(f"{command}: config is a directory", argv, lambda d: (d / "c.yaml").mkdir(), "directory"))
+for command in ("config validate", "train"):
+    for what, content in BAD_ENV_CONFIGS.items():
+        CASES.append(Case(f"{command}: {what}", CONFIG_COMMANDS[command], _write("c.yaml", content)))
+for what, item in BAD_SETS.items():
+    validate = ["config", "validate", "DIR/good.yaml", "--set", item]
+    train_it = ["train", "DIR/good.yaml", "--out", "DIR/out", "--set", item]
+    for label, template in (("config validate", validate), ("train", train_it)):
+        argv = lambda d, t=template: [part.replace("DIR", str(d), 1) for part in t]  # noqa: E731
+        CASES.append(Case(f"{label} --set: {what}", argv, _good_config))
+
+CASES += [
+    # train: where the run goes
+    Case(
+        "train: --out empty string (unset variable)",
+        lambda d: ["train", str(d / "good.yaml"), "--out", ""],
+        _good_config,
+        "current directory",
+    ),
+    Case(
+        "train: --out holds other files",
+        lambda d: ["train", str(d / "good.yaml"), "--out", str(d / "out")],
+        _non_empty_out,
+        "not empty",
+    ),
+    Case(
+        "train: --out is a file",
+        lambda d: ["train", str(d / "good.yaml"), "--out", str(d / "good.yaml")],
+        _good_config,
+        "is a file",
+    ),
+    Case(
+        "train: --out holds a killed run",
+        lambda d: ["train", str(d / "good.yaml"), "--out", str(d / "run")],
+        _run_without_checkpoint,
+        "not empty",
+    ),
+    Case("train: no arguments", lambda d: ["train"], says="CONFIG"),
+    Case("train: config but no --out", lambda d: ["train", str(d / "good.yaml")], _good_config, "--out"),
+    Case("train: --resume a missing directory", lambda d: ["train", "--resume", str(d / "nope")], says="not found"),
+    Case(
+        "train: --resume without a checkpoint",
+        lambda d: ["train", "--resume", str(d / "run")],
+        _run_without_checkpoint,
+        "checkpoint",
+    ),
+    Case(
+        "train: --resume a corrupt checkpoint",
+        lambda d: ["train", "--resume", str(d / "run")],
+        _corrupt_checkpoint,
+        "corrupt",
+    ),
+    Case(
+        "train: --resume with --set",
+        lambda d: ["train", "--resume", str(d / "run"), "--set", "seed=2"],
+        _corrupt_checkpoint,
+        "--set",
+    ),
+    Case(
+        "train: --out and --resume differ",
+        lambda d: ["train", "--resume", str(d / "run"), "--out", str(d / "o")],
+        _corrupt_checkpoint,
+        "differ",
+    ),
+    Case(
+        "train: --workers 0",
+        lambda d: ["train", str(d / "good.yaml"), "--out", str(d / "o"), "--workers", "0"],
+        _good_config,
+        "--workers",
+    ),
+    Case("train: unknown option", lambda d: ["train", "--epochs", "3"], says="--epochs"),
+    # evaluate
+    Case("evaluate: missing run", lambda d: ["evaluate", str(d / "nope")]),
+    Case("evaluate: directory without a policy", lambda d: ["evaluate", str(d)]),
+    Case("evaluate: garbage policy.pt", lambda d: ["evaluate", str(d / "run")], _garbage_policy),
+    Case("evaluate: unknown model in the registry", lambda d: ["evaluate", "models:/no-such-model@champion"]),
+    Case("evaluate: malformed models URI", lambda d: ["evaluate", "models:/"]),
+    Case("evaluate: --episodes 0", lambda d: ["evaluate", str(d), "--episodes", "0"], says="--episodes"),
+    Case("evaluate: --episodes not a number", lambda d: ["evaluate", str(d), "--episodes", "ten"], says="--episodes"),
+    Case("evaluate: --seed negative", lambda d: ["evaluate", str(d), "--seed", "-1"], says="--seed"),
+    # audit, sync
+    Case("audit: unknown run id", lambda d: ["audit", "0123456789abcdef0123456789abcdef"]),
+    Case("audit: not a run id", lambda d: ["audit", "../../etc/passwd"]),
+    Case("sync: missing directory", lambda d: ["sync", str(d / "nope")], says="not a run directory"),
+    Case("sync: a file", lambda d: ["sync", str(d / "good.yaml")], _good_config, "not a run directory"),
+    Case("sync: directory without a run", lambda d: ["sync", str(d)], says="names no MLflow run"),
+    # peft apply
+    Case("peft apply: missing base", lambda d: ["peft", "apply", str(d / "nope"), str(d / "a.pt"), "-o", str(d / "o")]),
+    Case(
+        "peft apply: garbage adapter",
+        lambda d: ["peft", "apply", str(d / "run"), str(d / "a.pt"), "-o", str(d / "o")],
+        lambda d: (_garbage_policy(d), _write("a.pt", b"x")(d)),
+    ),
+    # latent commands
+    Case(
+        "probe-latent: unknown game",
+        lambda d: ["probe-latent", "--encoder", str(d), "--game", "tetris", "-o", str(d / "o")],
+        says="tetris",
+    ),  # fmt: skip
+    Case(
+        "probe-latent: missing encoder",
+        lambda d: ["probe-latent", "--encoder", str(d / "nope"), "--game", "breakout", "-o", str(d / "o")],
+    ),  # fmt: skip
+    Case(
+        "probe-latent: --steps too few",
+        lambda d: ["probe-latent", "--encoder", str(d), "--game", "breakout", "-o", str(d / "o"), "--steps", "5"],
+        says="--steps",
+    ),  # fmt: skip
+    Case(
+        "visualize-latent: classic-control env",
+        lambda d: ["visualize-latent", "--encoder", str(d), "--env", "CartPole-v1", "-o", str(d / "x.png")],
+        says="ALE/",
+    ),
+    Case(
+        "visualize-latent: missing encoder",
+        lambda d: [
+            "visualize-latent",
+            "--encoder",
+            str(d / "nope"),
+            "--env",
+            "ALE/Breakout-v5",
+            "-o",
+            str(d / "x.png"),
+        ],
+    ),  # fmt: skip
+    Case(
+        "pretrain encoder: classic-control env",
+        CONFIG_COMMANDS["pretrain encoder"],
+        _write("c.yaml", "seed: 1\n"),
+        "Atari",
+    ),
+    # pytorchjob
+    Case("pytorchjob validate: missing file", lambda d: ["pytorchjob", "validate", str(d / "nope.yaml")]),
+    Case(
+        "pytorchjob validate: binary file",
+        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", b"\x89PNG\r\n\x1a\n\x00\x00\xff"),
+        "UTF-8",
+    ),
+    Case(
+        "pytorchjob validate: empty file",
+        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", ""),
+        "empty",
+    ),
+    Case(
+        "pytorchjob validate: a list",
+        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", "- a\n- b\n"),
+        "mapping",
+    ),
+    Case(
+        "pytorchjob validate: bad YAML",
+        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", "kind: [\n"),
+        "YAML",
+    ),
+    Case(
+        "pytorchjob validate: another kind",
+        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"),
+    ),
+    Case("pytorchjob validate: a directory", lambda d: ["pytorchjob", "validate", str(d)], says="directory"),
+    Case(
+        "pytorchjob render: one worker",
+        lambda d: ["pytorchjob", "render", "--name", "j", "--workers", "1"],
+        says="--workers",
+    ),
+    Case(
+        "pytorchjob render: bad name", lambda d: ["pytorchjob", "render", "--name", "Not_A_Label!", "--workers", "2"]
+    ),  # fmt: skip
+    # pipelines and profiles
+    Case(
+        "pipeline compile: unknown profile",
+        lambda d: ["pipeline", "compile", "-o", str(d / "p.yaml"), "--profile", "nope"],
+        says="known profiles",
+    ),
+    Case(
+        "pipeline run: unknown profile",
+        lambda d: ["pipeline", "run", "--profile", "nope", "--root", str(d / "r")],
+        says="known profiles",
+    ),
+    Case(
+        "pipeline run: missing config",
+        lambda d: ["pipeline", "run", "--config", str(d / "nope.yaml"), "--root", str(d / "r")],
+        says="not found",
+    ),  # fmt: skip
+    Case("pipeline submit: host not a URL", lambda d: ["pipeline", "submit", "--host", "not-a-url"], says="host"),
+    Case("pipeline submit: host unreachable", lambda d: ["pipeline", "submit", "--host", "http://127.0.0.1:9"]),
+    Case(
+        "pipeline schedule: bad cron",
+        lambda d: ["pipeline", "schedule", "--host", "http://127.0.0.1:9", "--cron", "every day"],
+    ),  # fmt: skip
+    Case("pipeline: unknown subcommand", lambda d: ["pipeline", "launch"], says="launch"),
+    Case("unknown command", lambda d: ["fly"], says="fly"),
+]
+PROFILES: dict[str, str | bytes] = {
+    "empty profile": "",
+    "profile duplicate key": "name: a\nname: b\nstages: {}\n",
+    "profile bad YAML": "name: [x\n",
+    "profile a list": "- a\n",
+    "profile misspelled stage": "name: p\nstages:\n  trian: {config: configs/cartpole-ppo.yaml, model_name: m}\n",
+    "profile unknown key": "name: p\ncolour: blue\nstages: {}\n",
+    "profile stage config missing": "name: p\nstages:\n  train:\n    config: configs/nope.yaml\n    model_name: m\n",
+    "profile stage without model name": "name: p\nstages:\n  train:\n    config: configs/cartpole-ppo.yaml\n",
+    "profile bad override": (
+        "name: p\nstages:\n  train:\n    config: configs/cartpole-ppo.yaml\n    model_name: m\n"
+        "    overrides: [ppo.learnig_rate=1]\n"
+    ),
+    "profile gpu count zero": "name: p\nresources:\n  gpu_count: 0\nstages: {}\n",
+    "profile binary": b"\xff\xfe\x00n",
+}
+for what, text in PROFILES.items():
+    argv = lambda d: ["pipeline", "compile", "-o", str(d / "p.yaml"), "--profile", str(d / "profile.yaml")]  # noqa: E731
+    CASES.append(Case(f"pipeline compile: {what}", argv, _write("profile.yaml", text)))
+
+
+# ------------------------------------------------------------------ the check
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Path -> checksum (directories too), for every file under ``root``."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        key = str(path.relative_to(root))
+        found[key] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+    return found
+
+
+def test_there_are_at_least_150_cases():
+    assert len(CASES) >= 150, len(CASES)
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_is_one_clear_line_and_changes_nothing(case, tmp_path, capsys, monkeypatch):
+    work = tmp_path / "case"
+    work.mkdir()
+    case.setup(work)
+    cwd = tmp_path / "cwd"  # the working directory: an empty --out would write here
+    cwd.mkdir()
+    (cwd / "config.yaml").write_text("the user's own file\n")
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("FRUGALRL_HOME", str(REPO))
+    before, before_cwd = _tree(work), _tree(cwd)
+    with pytest.raises(SystemExit) as exit_info:
+        main(case.argv(work))
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert exit_info.value.code == 2, (exit_info.value.code, captured.err[-2000:], captured.out[-500:])
+    assert "Traceback" not in captured.err + captured.out
+    assert 1 <= len(lines) <= 3 and lines[0].startswith("error: "), captured.err
+    assert case.says in captured.err, captured.err
+    assert _tree(work) == before and _tree(cwd) == before_cwd  # nothing created, changed or removed
+    assert os.getcwd() == str(cwd)

@@ -1,0 +1,251 @@
+"""Faults during a run: a tracking server that dies, a process killed mid-run, Ctrl-C.
+
+Each test makes the fault happen for real (a killed ``mlflow server``, SIGKILL, SIGINT) and
+checks what the user is left with: one line saying what happened, nothing lost, nothing doubled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from frugalrl.cli import main
+from frugalrl.train import train
+
+from .conftest import tiny_config
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(tmp_path: Path, port: int) -> subprocess.Popen:
+    """``mlflow server`` on a sqlite file in ``tmp_path`` (the same store across restarts)."""
+    log = (tmp_path / "server.log").open("a")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
+         "--artifacts-destination", str(tmp_path / "artifacts")],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while True:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).status == 200:
+                return server
+        except OSError:
+            if server.poll() is not None or time.time() > deadline:
+                tail = (tmp_path / "server.log").read_text()[-800:]
+                raise RuntimeError(f"mlflow server did not start: {tail}") from None
+            time.sleep(0.5)
+
+
+def _kill(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGKILL)  # the whole server: gunicorn/uvicorn and its workers
+    server.wait(timeout=30)
+
+
+def _client() -> MlflowClient:
+    """The store this test's runs write to (another test may have left mlflow's global URI elsewhere)."""
+    return MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+
+
+def _metric_steps(client: MlflowClient, run_id: str, key: str) -> list[int]:
+    return sorted(m.step for m in client.get_metric_history(run_id, key))
+
+
+@pytest.mark.slow
+def test_a_tracking_server_that_dies_mid_run_loses_nothing(tmp_path, monkeypatch, capsys):
+    """The server is killed after the 3rd update: training finishes, one line says so, and
+    ``frugalrl sync`` (with the server back) puts every metric, artifact and the model into MLflow."""
+    from frugalrl.tracking import runs
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+    monkeypatch.setattr(runs, "FLUSH_SECONDS", 0.0)  # every update is sent at once: the failure shows at once
+    server = _start_server(tmp_path, port)
+    killed: list[int] = []
+
+    def kill_at_third(learner, metrics) -> None:
+        if learner.update == 3 and not killed:
+            _kill(server)
+            killed.append(learner.update)
+
+    config = tiny_config(tracking={"enabled": True, "timeout_s": 2, "retries": 0}, ppo={"total_timesteps": 2048})
+    out = tmp_path / "run"
+    started = time.monotonic()
+    try:
+        summary = train(config, out, interactive=False, on_update=kill_at_third)
+    finally:
+        if server.poll() is None:
+            _kill(server)
+    assert killed == [3] and time.monotonic() - started < 120  # no minutes of retries
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if "stopped answering" in line]
+    assert len(warnings) == 1 and f"frugalrl sync {out}" in warnings[0], err
+    assert summary["eval_mean"] > 0 and summary["model_uri"] is None and (out / "mlflow_offline.jsonl").is_file()
+
+    server = _start_server(tmp_path, port)
+    try:
+        main(["sync", str(out)])
+        line = capsys.readouterr().out.strip().splitlines()[-1]
+        assert line.startswith(f"synced {out} to MLflow run {summary['mlflow_run_id']}") and "1 policy" in line
+        client = MlflowClient(tracking_uri=url)
+        run = client.get_run(summary["mlflow_run_id"])
+        updates = [json.loads(row)["update"] for row in (out / "metrics.jsonl").read_text().splitlines()]
+        steps = _metric_steps(client, run.info.run_id, "policy_loss")
+        assert len(steps) == len(updates) == len(set(steps))  # every update once: none lost, none twice
+        assert run.info.status == "FINISHED" and run.data.metrics["eval_mean"] == summary["eval_mean"]
+        assert "run/summary.json" in [a.path for a in client.list_artifacts(run.info.run_id, "run")]
+        synced = json.loads((out / "summary.json").read_text())["model_uri"]
+        assert synced.startswith("models:/")  # the policy model, logged late from policy.pt
+        assert not (out / "mlflow_offline.jsonl").exists() and (out / "mlflow_offline.synced.jsonl").is_file()
+        main(["sync", str(out)])  # again: nothing waits, nothing is sent twice
+        assert "nothing was waiting" in capsys.readouterr().out
+        assert len(_metric_steps(client, run.info.run_id, "policy_loss")) == len(updates)
+    finally:
+        _kill(server)
+
+
+def _train_process(config_path: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "frugalrl", "train", str(config_path), "--out", str(out), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _wait_for(predicate, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while not predicate():
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for the run to get there")
+        time.sleep(0.05)
+
+
+def _lines(out: Path) -> int:
+    path = out / "metrics.jsonl"
+    return len(path.read_text().splitlines()) if path.is_file() else 0
+
+
+@pytest.fixture
+def long_config(tmp_path) -> Path:
+    """A tracked CartPole run long enough to be stopped in the middle (checkpoint every 2 updates)."""
+    path = tmp_path / "long.yaml"
+    data = tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 40_960}).to_dict()
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_doubles_nothing(tmp_path, long_config):
+    """SIGKILL after a few checkpoints, then ``--resume``: metrics.jsonl and MLflow hold each update once."""
+    out = tmp_path / "run"
+    proc = _train_process(long_config, out)
+    _wait_for(lambda: (out / "checkpoint.pt").is_file() and _lines(out) >= 9)
+    proc.kill()
+    proc.wait(timeout=30)
+    before = _lines(out)
+    resumed = subprocess.run([sys.executable, "-m", "frugalrl", "train", "--resume", str(out)],
+                             capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resuming {out} from update" in resumed.stdout
+    updates = [json.loads(row)["update"] for row in (out / "metrics.jsonl").read_text().splitlines()]
+    assert updates == list(range(1, len(updates) + 1)) and len(updates) > before  # each update once, in order
+    summary = json.loads((out / "summary.json").read_text())
+    steps = _metric_steps(_client(), summary["mlflow_run_id"], "policy_loss")
+    assert steps == sorted(set(steps)) and len(steps) == len(updates)
+
+
+@pytest.mark.slow
+def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path, long_config):
+    out = tmp_path / "run"
+    proc = _train_process(long_config, out)
+    _wait_for(lambda: (out / "checkpoint.pt").is_file() and _lines(out) >= 5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and "interrupted at update" in lines[0], err
+    assert f"{out / 'checkpoint.pt'}" in lines[0] and f"frugalrl train --resume {out}" in lines[0]
+
+
+def test_a_copied_run_directory_resumes_into_its_own_mlflow_run(tmp_path, capsys):
+    import shutil
+
+    config = tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 1024})
+    out = tmp_path / "run"
+    train(config, out, interactive=False)
+    (out / "summary.json").unlink()  # as if it had stopped after its last checkpoint
+    shutil.copytree(out, tmp_path / "copy")
+    from frugalrl.checkpoint import load_checkpoint
+
+    first_id = load_checkpoint(out / "checkpoint.pt")["mlflow_run_id"]
+    summary = train(config, tmp_path / "copy", resume=True, interactive=False)
+    assert "is a copy of" in capsys.readouterr().out
+    assert summary["mlflow_run_id"] != first_id
+    tags = _client().get_run(summary["mlflow_run_id"]).data.tags
+    assert tags["frugalrl.copied_from_run_id"] == first_id and tags["frugalrl.copied_from_dir"] == str(out.resolve())
+
+
+KILL_AT = {  # the phase -> what to replace with a SIGKILL of the process itself
+    "evaluation": "frugalrl.rundir.evaluate_policy",
+    "model logging": "frugalrl.tracking.runs.RunTracker.log_model",
+    "checkpoint write": "frugalrl.checkpoint.atomic_write_bytes",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase", sorted(KILL_AT))
+def test_a_run_killed_in_any_phase_resumes_to_one_finished_run(phase, tmp_path):
+    """SIGKILL during evaluation, model logging or a checkpoint write (after the first checkpoint), then
+    ``--resume``: the run finishes with every update once in metrics.jsonl and in MLflow."""
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps(tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 2048}).to_dict()))
+    out = tmp_path / "run"
+    module, _, name = KILL_AT[phase].rpartition(".")
+    owner = module
+    if name == "log_model":  # a static method of a class
+        owner, _, cls = module.rpartition(".")
+    script = f"""
+import importlib, os, signal, sys
+from frugalrl.cli import main
+target = importlib.import_module({owner!r})
+if {name!r} == "log_model":
+    target = getattr(target, "RunTracker")
+calls = []
+original = getattr(target, {name!r})
+def die(*args, **kwargs):
+    calls.append(1)
+    path = str(args[0]) if args else ""
+    if {phase!r} != "checkpoint write" or (path.endswith("checkpoint.pt") and len(calls) > 3):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(*args, **kwargs)
+setattr(target, {name!r}, staticmethod(die) if {name!r} == "log_model" else die)
+main(["train", {str(config)!r}, "--out", {str(out)!r}])
+"""
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert (out / "checkpoint.pt").is_file() and not (out / "summary.json").exists()
+    resumed = subprocess.run([sys.executable, "-m", "frugalrl", "train", "--resume", str(out)],
+                             capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    updates = [json.loads(row)["update"] for row in (out / "metrics.jsonl").read_text().splitlines()]
+    assert updates == list(range(1, summary["updates"] + 1))
+    client = _client()
+    run = client.get_run(summary["mlflow_run_id"])
+    assert run.info.status == "FINISHED" and summary["model_uri"]
+    assert len(_metric_steps(client, run.info.run_id, "policy_loss")) == len(updates)
