@@ -249,3 +249,42 @@ main(["train", {str(config)!r}, "--out", {str(out)!r}])
     run = client.get_run(summary["mlflow_run_id"])
     assert run.info.status == "FINISHED" and summary["model_uri"]
     assert len(_metric_steps(client, run.info.run_id, "policy_loss")) == len(updates)
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from frugalrl import checkpoint
+
+    original = checkpoint.atomic_write_bytes
+
+    def full_after_first(path, data) -> None:
+        if Path(path).name == "checkpoint.pt" and Path(path).exists():
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        original(path, data)
+
+    monkeypatch.setattr(checkpoint, "atomic_write_bytes", full_after_first)
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps(tiny_config().to_dict()))
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", str(config), "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and "No space left on device" in err[0], err
+    assert f"{out / 'checkpoint.pt'}" in err[0] and "Traceback" not in err[0]
+    assert checkpoint.load_checkpoint(out / "checkpoint.pt")["agent"]["update"] == 2  # the first one, whole
+
+
+def test_a_run_resumed_against_another_store_gets_a_new_mlflow_run_naming_the_old(tmp_path, monkeypatch, capsys):
+    config = tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 1024})
+    out = tmp_path / "run"
+    train(config, out, interactive=False)
+    (out / "summary.json").unlink()
+    from frugalrl.checkpoint import load_checkpoint
+
+    first_id = load_checkpoint(out / "checkpoint.pt")["mlflow_run_id"]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'other.db'}")
+    summary = train(config, out, resume=True, interactive=False)
+    assert f"MLflow run {first_id} is not in" in capsys.readouterr().out
+    assert summary["mlflow_run_id"] != first_id
+    assert _client().get_run(summary["mlflow_run_id"]).data.tags["frugalrl.resumed_from_run_id"] == first_id

@@ -5,6 +5,7 @@ Every user-fixable problem is a ``FrugalError``: one line on stderr, exit code 2
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -611,6 +612,13 @@ def main(argv: list[str] | None = None) -> None:
     except FrugalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        where = f" writing {exc.filename}" if exc.filename else ""
+        fix = "free space or fix the permissions, then run again (finished files are kept; a run goes on with --resume)"
+        print(f"error: {exc.strerror}{where}; {fix}", file=sys.stderr)
+        sys.exit(2)
     except (KeyboardInterrupt, click.exceptions.Abort):
         print("interrupted; files this command finished writing are kept", file=sys.stderr)
         sys.exit(130)

@@ -63,6 +63,10 @@ class RunTracker:
 
     def __enter__(self) -> RunTracker:
         mlflow = self.mlflow
+        if self._resume_id is not None and not self._run_exists(self._resume_id):  # resumed against another store
+            print(f"MLflow run {self._resume_id} is not in {self.uri}: the resumed run gets a new one naming it")
+            self._tags["frugalrl.resumed_from_run_id"] = self._resume_id
+            self._resume_id = None
         try:
             mlflow.set_experiment(self.config.tracking.experiment)
             run = mlflow.start_run(run_id=self._resume_id, run_name=None if self._resume_id else self._run_name)
@@ -80,6 +84,17 @@ class RunTracker:
             for key in client.get_run(self.run_id).data.metrics:  # what the run logged before it stopped
                 self._logged_through[key] = max(m.step for m in client.get_metric_history(self.run_id, key))
         return self
+
+    def _run_exists(self, run_id: str) -> bool:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.mlflow.tracking.MlflowClient().get_run(run_id)
+        except MlflowException as error:
+            if error.error_code == "RESOURCE_DOES_NOT_EXIST":
+                return False
+            raise TrackingError(f"MLflow store {self.uri} cannot read run {run_id} ({error.message[:160]})") from None
+        return True
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         status = "FINISHED" if exc_type is None else "FAILED"
