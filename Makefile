@@ -21,10 +21,10 @@ demo: $(STAMP)
 	$(BIN)/frugalrl pipeline run --profile quick
 
 test: $(STAMP) check-infra
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs  # -rs: every skipped test, with its reason
 
 test-fast: $(STAMP)  # the edit-test loop: everything but the tests marked slow
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -rs -m "not slow"
 
 check-infra: $(STAMP)
 	BIN=$(BIN) scripts/check_infra.sh

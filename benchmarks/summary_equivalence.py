@@ -13,7 +13,11 @@ runs' conv kernels take CPU-specific paths) while its summary figures stay exact
 
 ``summary_equivalence_before.json`` is the recording made before the run-loop refactor (digests
 only, another machine); ``summary_equivalence_baseline.json`` was recorded after checking that
-the code before and after this session's changes gives the same figures on this machine.
+the code before and after that session's changes gives the same figures on that machine.
+A machine whose CPU rounds the latent runs' convolutions differently enough to change their
+episodes gets its own recording, ``summary_equivalence_baseline-<cpu>.json``, made with the code
+of an earlier commit (named in the file) on that CPU; ``--check`` takes every recording and
+compares with the one made on the CPU it runs on.
 """
 
 from __future__ import annotations
@@ -160,7 +164,9 @@ def differences(before: Any, after: Any, prefix: str = "") -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--record", type=Path, help="write the figures of every config here")
-    parser.add_argument("--check", type=Path, help="re-run and compare with this recording")
+    parser.add_argument(
+        "--check", type=Path, nargs="+", help="re-run and compare with the recording made on this CPU (else the first)"
+    )
     parser.add_argument("--only", nargs="*", default=None, help="a subset of the configs")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -176,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recorded {len(results) - 1} configs in {args.record}")
         return 0
     if args.check:
-        recorded = json.loads(args.check.read_text())
+        recordings = [json.loads(path.read_text()) for path in args.check]
+        here = [r for r in recordings if r.get("_machine", {}).get("cpu") == cpu_model()]
+        recorded = (here or recordings)[0]
         recorded_cpu = recorded.get("_machine", {}).get("cpu")
         same_cpu = recorded_cpu == cpu_model()
         if not same_cpu:

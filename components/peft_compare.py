@@ -1,7 +1,9 @@
-"""Component ``peft_compare``: the source policy (Model) in; the method table and the best adapted policy out."""
+"""Component ``peft_compare``: the source policy (Model) in; the method table, the whole comparison
+(table, plot, summary, adapters: a declared artifact, so a cluster uploads it) and the best adapted
+policy out."""
 
 from kfp import dsl
-from kfp.dsl import Input, Markdown, Metrics, Model, Output
+from kfp.dsl import Artifact, Input, Markdown, Metrics, Model, Output
 
 from components import FRUGALRL_IMAGE
 
@@ -15,6 +17,7 @@ def peft_compare(
     table: Output[Markdown],
     metrics: Output[Metrics],
     best: Output[Model],
+    comparison: Output[Artifact],
 ):
     """Run ``frugalrl.steps.peft_compare_step`` on the source run; ``best`` is the best method's policy."""
     import shutil
@@ -22,7 +25,7 @@ def peft_compare(
 
     from frugalrl.steps import peft_compare_step
 
-    out = Path(table.path).parent / "peft"
+    out = Path(comparison.path)
     summary = peft_compare_step(config_yaml, [str(o) for o in overrides], base.path, str(out), pipeline_run_id)
     Path(table.path).write_text((out / "peft_table.md").read_text())
     for row in summary["table"]:

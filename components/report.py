@@ -1,7 +1,7 @@
 """Component ``report``: each branch's runs and promotion records in; one HTML report out (and in MLflow)."""
 
 from kfp import dsl
-from kfp.dsl import HTML, Input, Markdown, Model, Output
+from kfp.dsl import HTML, Artifact, Input, Markdown, Model, Output
 
 from components import FRUGALRL_IMAGE
 
@@ -17,7 +17,7 @@ def report(
     peft_source: Input[Model] = None,
     peft_source_promotion: Input[Markdown] = None,
     peft_adapted: Input[Model] = None,
-    peft_table: Input[Markdown] = None,
+    peft_comparison: Input[Artifact] = None,
     peft_promotion: Input[Markdown] = None,
 ):
     """Build the report with ``frugalrl.steps.report_step``: one section per branch the profile ran."""
@@ -36,6 +36,6 @@ def report(
         branches.append(branch({"encoder pretraining": encoder, "latent curriculum": latent_policy}, latent_promotion))
     if peft_source is not None:
         peft = branch({"PEFT source": peft_source, "best adapted": peft_adapted}, peft_source_promotion, peft_promotion)
-        peft["peft_dir"] = str(Path(peft_table.path).parent / "peft") if peft_table is not None else None
+        peft["peft_dir"] = peft_comparison.path if peft_comparison is not None else None
         branches.append(peft)
     report_step(branches, html.path)

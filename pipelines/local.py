@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
@@ -51,7 +52,11 @@ class LocalRunResult:
 
 
 def run_local(
-    config_path: Path, overrides: list[str], model_name: str | None = None, root: Path = Path("pipeline_runs")
+    config_path: Path,
+    overrides: list[str],
+    model_name: str | None = None,
+    root: Path = Path("pipeline_runs"),
+    isolated: bool = False,
 ) -> LocalRunResult:
     """Run the pipeline on this machine: kfp.local SubprocessRunner(use_venv=False), MLflow sqlite by default."""
     config = load_config(config_path, overrides)  # fail fast on a bad config, before any step starts
@@ -62,7 +67,7 @@ def run_local(
     extra = {"adapted_model_name": f"{name}-adapted"} if kind == "peft" else {}
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
-    run = _run(pipeline_for(kind), root, f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}.log",
+    run = _run(pipeline_for(kind), root, f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}.log", isolated,
                config_yaml=config_path.read_text(), overrides=overrides, model_name=name,
                eval_episodes=config.eval.episodes, eval_seed=config.eval.seed, **extra)  # fmt: skip
     version = str(run.output)
@@ -72,8 +77,12 @@ def run_local(
     return LocalRunResult(name, version, uri, root, float(tags.get("frugalrl.score", "nan")))
 
 
-def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eval_episodes: int = 10) -> list[str]:
+def run_profile_local(
+    profile_name: str, root: Path = Path("pipeline_runs"), eval_episodes: int = 10, isolated: bool = False
+) -> list[str]:
     """Run a profile's production DAG here (kfp.local); returns what to print: champions, report, MLflow UI.
+
+    ``isolated``: every stage in its own directory with only its declared inputs (``pipelines.isolated``).
 
     The tune workers share one study in ``OPTUNA_STORAGE``, by default a sqlite file under ``root``.
     """
@@ -87,7 +96,7 @@ def run_profile_local(profile_name: str, root: Path = Path("pipeline_runs"), eva
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OPTUNA_STORAGE", f"sqlite:///{root / 'optuna.db'}")
     log = f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    _run(build_pipeline(profile), root, log, eval_episodes=eval_episodes)
+    _run(build_pipeline(profile), root, log, isolated, eval_episodes=eval_episodes)
     client = registry_client()
     lines = [f"done in {(time.perf_counter() - started) / 60:.1f} min"]
     for stage in (profile.train, profile.latent, profile.peft):
@@ -132,14 +141,35 @@ def _scale(version: Any) -> str:
     return "; " + ", ".join(parts)
 
 
-def _run(pipeline: Callable[..., Any], root: Path, log_name: str, **arguments: Any) -> Any:
+@contextlib.contextmanager
+def _isolation(enabled: bool) -> Any:
+    """While enabled, kfp.local runs every stage's command through ``pipelines.isolated``'s sandbox."""
+    if not enabled:
+        yield
+        return
+    from kfp.local import subprocess_task_handler as handler
+
+    from pipelines.isolated import isolated_command
+
+    original = handler.run_local_subprocess
+    handler.run_local_subprocess = lambda full_command, env_vars=None: original(
+        isolated_command(full_command), env_vars
+    )
+    try:
+        yield
+    finally:
+        handler.run_local_subprocess = original
+
+
+def _run(pipeline: Callable[..., Any], root: Path, log_name: str, isolated: bool = False, **arguments: Any) -> Any:
     """Run ``pipeline`` with kfp.local's SubprocessRunner under ``root``: a line per stage on the console,
-    kfp.local's full output in ``root/log_name``."""
+    kfp.local's full output in ``root/log_name``; ``isolated``: each stage sees only its declared inputs."""
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
     names, total = stage_names(pipeline)
     log = root / log_name
-    print(f"running {pipeline.name}: {total} stages; full log: {log}", flush=True)
-    with warnings.catch_warnings(), StageConsole(log, names, total):
+    mode = " (isolated: each stage sees only its declared inputs)" if isolated else ""
+    print(f"running {pipeline.name}: {total} stages{mode}; full log: {log}", flush=True)
+    with warnings.catch_warnings(), StageConsole(log, names, total), _isolation(isolated):
         warnings.filterwarnings("ignore", message=".*non-Python base image.*")
         warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
         try:

@@ -169,7 +169,8 @@ def build_pipeline(profile: Profile) -> Any:
             compared.set_caching_options(False).set_display_name("compare PEFT methods")
             adapted = _evaluate_register(compared.outputs["best"], stage.adapted_name, eval_episodes, eval_seed,
                                          "best adapted policy")  # fmt: skip
-            reported["peft_table"], reported["peft_promotion"] = compared.outputs["table"], adapted.outputs["report"]
+            reported["peft_comparison"] = compared.outputs["comparison"]  # declared: uploaded on a cluster
+            reported["peft_promotion"] = adapted.outputs["report"]
             reported["peft_adapted"] = compared.outputs["best"]
         if reported:
             summary = report(**reported).set_caching_options(False)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Static checks of what is deployed rather than imported: the Dockerfiles (hadolint), the
-# rendered Kustomize overlays against the Kubernetes schemas (kubernetes-validate, strict), and
+# rendered Kustomize overlays (kubectl where installed, else scripts/kustomize.py) against the
+# Kubernetes schemas (kubernetes-validate, strict), and
 # the Terraform module's formatting. `terraform validate` needs the provider plugins from
 # registry.terraform.io; where that is unreachable (as in CI here) only `terraform fmt` runs.
 set -euo pipefail
@@ -16,9 +17,9 @@ for overlay in infra/overlays/*/; do
   name=$(basename "$overlay")
   if command -v kubectl >/dev/null 2>&1; then
     kubectl kustomize "$overlay" > "$rendered/$name.yaml"
-  else
-    echo "kubectl not found: cannot render $overlay (install kubectl to check the manifests)" >&2
-    exit 1
+  else  # a machine with only Python: the project's renderer of the Kustomize subset infra/ uses
+    "$BIN/python" scripts/kustomize.py "$overlay" > "$rendered/$name.yaml"
+    echo "kubectl not found: rendered $overlay with scripts/kustomize.py"
   fi
   "$BIN/kubernetes-validate" --strict --quiet "$rendered/$name.yaml"
   echo "manifests: infra/overlays/$name valid ($(grep -c '^kind:' "$rendered/$name.yaml") resources)"

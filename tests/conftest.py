@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import gymnasium as gym
@@ -64,3 +67,20 @@ def tiny_config(**sections) -> ExperimentConfig:
         else:
             data[key] = value
     return validate_config(data, source="tiny")
+
+
+IN_CI = bool(os.environ.get("FRUGALRL_CI"))  # set by .ci/run: there a test that needs a service must not skip
+
+
+def postgres_up() -> bool:
+    return (
+        shutil.which("pg_isready") is not None
+        and subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"], check=False).returncode == 0
+    )
+
+
+# A Postgres-backed test: skipped with the reason on a machine without PostgreSQL, never in CI
+# (there it runs and fails, loudly, if PostgreSQL is down).
+needs_postgres = pytest.mark.skipif(
+    not IN_CI and not postgres_up(), reason="PostgreSQL is not running on 127.0.0.1 (in CI this test fails instead)"
+)

@@ -170,9 +170,11 @@ def test_sigkill_then_resume_doubles_nothing(tmp_path, long_config):
 
 
 @pytest.mark.slow
-def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path, long_config):
+def test_ctrl_c_names_the_checkpoint_and_the_resume_command(tmp_path):
+    config = tmp_path / "endless.yaml"  # far longer than the test waits: the signal always lands mid-run
+    config.write_text(json.dumps(tiny_config(ppo={"total_timesteps": 10_000_000}).to_dict()))
     out = tmp_path / "run"
-    proc = _train_process(long_config, out)
+    proc = _train_process(config, out)
     _wait_for(lambda: (out / "checkpoint.pt").is_file() and _lines(out) >= 5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

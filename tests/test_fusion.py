@@ -173,3 +173,74 @@ def test_pytorchjob_manifest_validates_and_bad_ones_are_named():
         validate_manifest(bad)
     with pytest.raises(ConfigError, match="2 or more workers"):
         pytorchjob_manifest("one", "cfg", 1, "img")
+
+
+@pytest.mark.parametrize("mode", ["dense", "topk"])
+def test_collectives_get_their_tensors_on_the_backends_device(mode, monkeypatch):
+    """NCCL refuses CPU tensors: what goes into all_reduce / all_gather is on ``collective_device()``
+    (here a stand-in device, "meta", since this machine has no GPU), whatever device the gradients are on."""
+    from frugalrl.fusion import sync
+
+    assert sync.collective_device() == torch.device("cpu")  # no process group (and gloo): the CPU
+    seen: list[torch.device] = []
+
+    class Sent(Exception):
+        pass
+
+    def record(*tensors, **kwargs):
+        for tensor in tensors:
+            for t in tensor if isinstance(tensor, list) else [tensor]:
+                seen.append(t.device)
+        raise Sent
+
+    monkeypatch.setattr(sync, "collective_device", lambda: torch.device("meta"))
+    monkeypatch.setattr(sync.dist, "all_reduce", record)
+    monkeypatch.setattr(sync.dist, "all_gather", record)
+    fusion = make_fusion(DistributedConfig(workers=2, mode=mode, topk=0.5), world_size=2)
+    with pytest.raises(Sent):
+        fusion._combine([torch.randn(4, 3), torch.randn(3)])
+    assert seen and all(device.type == "meta" for device in seen), seen
+
+
+def test_the_job_schema_takes_the_operators_fields_and_refuses_misspelled_ones(tmp_path, capsys):
+    """Fields of the Training Operator's PyTorchJob API pass; a misspelled one fails; outputs go to a
+    writable volume (emptyDir unless told), and the checked-in example validates through the CLI."""
+    import copy
+
+    import yaml
+
+    from frugalrl.cli import main
+    from frugalrl.errors import ConfigError
+    from frugalrl.fusion.pytorchjob import pytorchjob_manifest, validate_manifest
+
+    job = pytorchjob_manifest("fusion-run", "cfg", 2, "frugalrl:0.1.0-cuda")
+    full = copy.deepcopy(job)
+    scheduling = {"minAvailable": 2, "queue": "gpu", "priorityClass": "high", "minResources": {"nvidia.com/gpu": "2"},
+                  "scheduleTimeoutSeconds": 300}  # fmt: skip
+    managed = "kubeflow.org/training-operator"
+    full["spec"]["runPolicy"].update(suspend=True, ttlSecondsAfterFinished=600, managedBy=managed,
+                                     schedulingPolicy=scheduling)  # fmt: skip
+    full["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4, "maxRestarts": 3, "nProcPerNode": 1,
+                                     "rdzvBackend": "c10d", "rdzvPort": 29400, "standalone": False,
+                                     "rdzvConf": [{"key": "timeout", "value": "900"}]}  # fmt: skip
+    validate_manifest(full)
+    for where, key in (("runPolicy", "suspended"), ("elasticPolicy", "maxReplica"), ("spec", "runPolicyy")):
+        bad = copy.deepcopy(full)
+        (bad["spec"] if where == "spec" else bad["spec"][where])[key] = 1
+        with pytest.raises(ConfigError, match=key):
+            validate_manifest(bad)
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    container = pod["containers"][0]
+    out_dir = container["command"][container["command"].index("--out") + 1].rsplit("/", 1)[0]
+    mounted = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounted[out_dir]] == {"name": "runs", "emptyDir": {}} and pod["securityContext"]["fsGroup"] == 1000
+    claim = pytorchjob_manifest(
+        "fusion-run", "cfg", 2, "img", output_volume={"persistentVolumeClaim": {"claimName": "runs"}}
+    )
+    assert claim["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"][1]["persistentVolumeClaim"]
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(full))
+    main(["pytorchjob", "validate", str(path)])
+    main(["pytorchjob", "validate", str(REPO / "infra" / "training" / "pytorchjob.yaml")])
+    assert capsys.readouterr().out.count("valid PyTorchJob") == 2

@@ -9,7 +9,6 @@ Everything is checked through the REST client: runs, registered models, aliases,
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,14 +24,9 @@ from mlflow.exceptions import MlflowException
 from frugalrl.cli import main
 from frugalrl.tracking import git_dirty
 
+from .conftest import needs_postgres
+
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
-
-
-def _postgres_up() -> bool:
-    return (
-        shutil.which("pg_isready") is not None
-        and subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"], check=False).returncode == 0
-    )
 
 
 def _free_port() -> int:
@@ -112,19 +106,24 @@ TEST_PROFILE = {
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
+@needs_postgres
 def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_path, capsys, monkeypatch):
     import yaml
 
     profile = tmp_path / "ci.yaml"
     profile.write_text(yaml.safe_dump(TEST_PROFILE))
     monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp_path / 'optuna.db'}")
-    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "root")])
+    # isolated, as a cluster runs the stages: each sees only the artifacts it declares as inputs
+    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "root"), "--isolated"])
     out = capsys.readouterr().out
-    assert "19 of 19 stages" in out and "FAILED" not in out
+    assert "19 of 19 stages" in out and "FAILED" not in out and "(isolated:" in out
     assert f"MLflow UI: open {mlflow_server}" in out
     report = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("report: "))
-    assert "promot" in Path(report).read_text().lower()
+    page = Path(report).read_text()
+    assert "promot" in page.lower() and "<h3>PEFT comparison</h3>" in page  # a declared artifact: it arrived
+    assert [p.name for p in Path(report).parents[1].glob("peft-compare/*")] != [] and not list(
+        Path(report).parents[1].glob("peft-compare/peft")
+    )  # nothing undeclared was kept
 
     client = MlflowClient(tracking_uri=mlflow_server)
     policies = ("cartpole-policy", "breakout-policy", "pendulum-policy", "pendulum-policy-adapted")

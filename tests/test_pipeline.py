@@ -60,7 +60,7 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     now_champion = str(client.get_model_version_by_alias("cartpole-policy", "champion").version)
     promoted = client.get_run(second.run_id).data.tags["frugalrl.promoted"] == "true"
     assert now_champion == ("2" if promoted else "1")  # the gate decides, with its evidence on the version
-    assert "Welch t-test" in second.tags["frugalrl.promotion"]
+    assert "paired t-test over seeds" in second.tags["frugalrl.promotion"]  # same seeds: the paired test
     assert len(json.loads(second.tags["frugalrl.eval_returns"])) == 5
     assert str(client.get_model_version_by_alias("cartpole-policy", "challenger").version) == "2"
 

@@ -139,7 +139,7 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     ir, _ = _compile(tmp_path, "--profile", "full")
     inputs = ir["root"]["dag"]["tasks"]["report"]["inputs"]["artifacts"]
     assert {"policy", "promotion", "encoder", "latent_policy", "latent_promotion", "peft_source",
-            "peft_source_promotion", "peft_adapted", "peft_table", "peft_promotion"} == set(inputs)  # fmt: skip
+            "peft_source_promotion", "peft_adapted", "peft_comparison", "peft_promotion"} == set(inputs)  # fmt: skip
 
 
 def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):

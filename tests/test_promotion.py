@@ -34,6 +34,41 @@ def test_noise_level_gain_is_not_promoted(test):
     assert (decision.p_value is not None and decision.p_value > 0.05) or decision.ci_low <= 0
 
 
+def test_the_decision_names_the_test_paired_on_shared_seeds_else_welch():
+    paired = decide(NOISY_PLUS_ONE, CHAMPION, PromotionConfig())
+    assert paired.test == "paired" and paired.reason.startswith("paired t-test over seeds")
+    unpaired = decide(NOISY_PLUS_ONE[:15], CHAMPION, PromotionConfig())  # unequal lengths: not pairable
+    assert unpaired.test == "welch" and unpaired.reason.startswith("Welch t-test")
+    forced = decide(NOISY_PLUS_ONE, CHAMPION, PromotionConfig(pair_seeds=False))
+    assert forced.test == "welch"
+
+
+def _seeded_returns(rng: np.random.Generator, trials: int, shift: float, n: int = 20) -> tuple:
+    """Returns of two policies on the same n seeds: a per-seed part both share (the start state's
+    difficulty, correlation 0.5) plus each policy's own noise; total SD 1, challenger mean + shift."""
+    seed_part = rng.normal(0.0, np.sqrt(0.5), (trials, n))
+    champion = seed_part + rng.normal(0.0, np.sqrt(0.5), (trials, n))
+    challenger = seed_part + rng.normal(0.0, np.sqrt(0.5), (trials, n)) + shift
+    return challenger, champion
+
+
+@pytest.mark.parametrize("pair_seeds", [True, False])
+def test_a_challenger_from_the_champions_distribution_is_promoted_at_most_alpha_of_the_time(pair_seeds):
+    rng = np.random.default_rng(7)
+    challenger, champion = _seeded_returns(rng, 2000, shift=0.0)
+    config = PromotionConfig(pair_seeds=pair_seeds)
+    rate = np.mean([decide(list(a), list(b), config).promoted for a, b in zip(challenger, champion, strict=True)])
+    assert rate <= config.alpha + 0.01, rate  # 2000 trials: the rate's standard error is 0.005
+
+
+def test_a_challenger_one_sd_better_is_promoted_in_95_percent_of_trials():
+    rng = np.random.default_rng(8)
+    challenger, champion = _seeded_returns(rng, 1000, shift=1.0)
+    rate = np.mean([decide(list(a), list(b), PromotionConfig()).promoted for a, b in zip(challenger, champion,
+                                                                                         strict=True)])  # fmt: skip
+    assert rate >= 0.95, rate
+
+
 def test_margin_too_few_episodes_and_first_model():
     better = [r + 30 for r in CHAMPION]
     assert not decide(better, CHAMPION, PromotionConfig(min_improvement=50.0)).promoted
@@ -60,7 +95,7 @@ def test_gate_records_decision_in_registry(tmp_path):
     v2 = register_model(uri, name, run_id, 101.0, "eval_mean")
     kept = gate_promotion(name, v2, run_id, NOISY_PLUS_ONE, 10_000, PromotionConfig())
     assert not kept["promoted"] and kept["champion_version"] == v1
-    assert "Welch" in client.get_model_version(name, v2).tags["frugalrl.promotion"]
+    assert "paired t-test" in client.get_model_version(name, v2).tags["frugalrl.promotion"]  # same seeds
     assert str(client.get_model_version_by_alias(name, "champion").version) == v1
     assert str(client.get_model_version_by_alias(name, "challenger").version) == v2
     v3 = register_model(uri, name, run_id, 130.0, "eval_mean")
@@ -141,3 +176,27 @@ def test_an_encoder_or_evaluator_below_its_floor_never_becomes_champion(tmp_path
     v3 = register_model(uri, name, run_id, 30.0, "psnr_db")  # a better score does not excuse a floor it misses
     assert not promote_if_better(name, v3, 30.0, {"psnr_db": (30.0, 15.0), "ball_r2_mlp": (-0.2, 0.0)})["promoted"]
     assert str(client.get_model_version_by_alias(name, "champion").version) == v2
+
+
+def test_a_run_pins_the_registry_version_its_alias_named(tmp_path):
+    """Aliases move; what a run used must not: ``models:/NAME@ALIAS`` inputs become ``models:/NAME/VERSION``."""
+    from frugalrl.config import validate_config
+    from frugalrl.errors import TrackingError
+    from frugalrl.tracking.provenance import pin_model_uri, pin_pretrained
+
+    (run_id, uri), name = _logged_run(tmp_path), "pin-evaluator"
+    client = MlflowClient()
+    v1 = register_model(uri, name, run_id, 0.5, "heldout_spearman")
+    client.set_registered_model_alias(name, "champion", v1)
+    config = validate_config({"selection": {"kind": "pivot"}, "pivot": {"evaluator_from": f"models:/{name}@champion"}})
+    pinned, notes = pin_pretrained(config)
+    assert pinned.pivot.evaluator_from == f"models:/{name}/{v1}" and notes == [
+        f"evaluator models:/{name}@champion is models:/{name}/{v1}: pinned for this run"
+    ]
+    v2 = register_model(uri, name, run_id, 0.9, "heldout_spearman")
+    client.set_registered_model_alias(name, "champion", v2)  # the alias moves on; the pinned run does not
+    assert pinned.pivot.evaluator_from == f"models:/{name}/{v1}"
+    assert pin_model_uri(f"models:/{name}@champion") == f"models:/{name}/{v2}"
+    assert pin_model_uri(f"models:/{name}/{v1}") == f"models:/{name}/{v1}" and pin_model_uri("runs/x") == "runs/x"
+    with pytest.raises(TrackingError, match="cannot resolve"):
+        pin_model_uri(f"models:/{name}@no-such-alias")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,18 +20,11 @@ from frugalrl.config import load_config
 from frugalrl.errors import ConfigError
 from frugalrl.tuning import tune
 
-from .conftest import REPO, tiny_config
+from .conftest import REPO, needs_postgres, tiny_config
 
 CONFIG = REPO / "configs" / "cartpole-tune.yaml"
 FAST = ["ppo.total_timesteps=1024", "ppo.num_steps=32", "eval.episodes=2", "tuning.report_every_updates=1"]
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-def _postgres_up() -> bool:
-    return (
-        shutil.which("pg_isready") is not None
-        and subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"], check=False).returncode == 0
-    )
 
 
 def _worker(out, worker: int, overrides: list[str], env: dict) -> subprocess.Popen:
@@ -68,7 +60,7 @@ def test_empty_space_is_a_config_error(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
+@needs_postgres
 def test_two_workers_share_one_postgres_study(tmp_path):
     study = f"two-workers-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "OPTUNA_STORAGE": POSTGRES}
@@ -84,7 +76,7 @@ def test_two_workers_share_one_postgres_study(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _postgres_up(), reason="PostgreSQL is not running on 127.0.0.1")
+@needs_postgres
 def test_killed_worker_trial_is_failed_and_retried_never_lost(tmp_path):
     study = f"killed-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "OPTUNA_STORAGE": POSTGRES}

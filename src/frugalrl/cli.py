@@ -549,6 +549,9 @@ def pipeline_run(
     overrides: SetOption = None,
     model_name: Annotated[str | None, typer.Option(help="Registered model name; default <env>-policy.")] = None,
     root: Annotated[Path, typer.Option(help="Where kfp.local keeps step outputs.")] = Path("pipeline_runs"),
+    isolated: Annotated[
+        bool, typer.Option("--isolated", help="Run each stage as a cluster would: only its declared inputs.")
+    ] = False,
 ) -> None:
     """Run a pipeline on this machine (kfp.local, MLflow sqlite by default)."""
     if (config is None) == (profile is None):
@@ -557,10 +560,10 @@ def pipeline_run(
         raise FrugalError("--set and --model-name apply to --config; a profile sets them in its YAML (profiles/)")
     pipelines = _pipelines()
     if profile is not None:
-        for line in pipelines.run_profile_local(profile, root):
+        for line in pipelines.run_profile_local(profile, root, isolated=isolated):
             typer.echo(line)
         return
-    result = pipelines.run_local(config, overrides or [], model_name=model_name, root=root)
+    result = pipelines.run_local(config, overrides or [], model_name=model_name, root=root, isolated=isolated)
     for line in result.lines():
         typer.echo(line)
 

@@ -577,6 +577,9 @@ class PromotionConfig(_Strict):
     alpha: float = Field(0.05, gt=0.0, lt=0.5, description="significance level (welch) / interval tail (bootstrap)")
     min_improvement: float = Field(0.0, ge=0.0, description="the return margin the challenger must beat")
     min_episodes: int = Field(5, ge=2, description="fewer evaluation episodes than this never promote")
+    pair_seeds: bool = Field(
+        True, description="welch: when both evaluations ran on the same seeds, a paired t-test on per-seed differences"
+    )
 
 
 class PeftTarget(_Strict):
@@ -775,6 +778,7 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("latent", "champion_min_ball_r2"): 0.0,
     ("tracking", "timeout_s"): 10.0,
     ("tracking", "retries"): 2,
+    ("promotion", "pair_seeds"): True,
 }
 
 

@@ -3,8 +3,11 @@
 Both policies are evaluated on the same episode seeds (episode i from ``eval.seed + i``), so the
 returns pair up. Two tests, chosen in ``promotion.test``:
 
-- ``welch``: one-sided Welch t-test of challenger mean > champion mean + ``min_improvement``;
-  promote when p < ``alpha``.
+- ``welch`` (the t-test): when both evaluations ran on the same seeds and ``pair_seeds`` is on
+  (the default), a one-sided paired t-test on the per-seed differences; otherwise Welch's
+  t-test of challenger mean > champion mean + ``min_improvement``. Promote when p < ``alpha``.
+  Pairing removes the seed-to-seed spread both policies share, so it needs fewer episodes for
+  the same power; the decision names the test that ran.
 - ``bootstrap``: paired bootstrap of the mean difference (challenger_i - champion_i); promote
   when the lower end of the (1 - 2 alpha) interval is above ``min_improvement``.
 
@@ -51,6 +54,16 @@ def welch_one_sided(a: np.ndarray, b: np.ndarray, margin: float = 0.0) -> float:
     if np.var(a) == 0 and np.var(b) == 0:  # no spread: the difference is exact
         return 0.0 if a.mean() - b.mean() > margin else 1.0
     return float(stats.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue)
+
+
+def paired_one_sided(a: np.ndarray, b: np.ndarray, margin: float = 0.0) -> float:
+    """p-value of H0: mean(a_i - b_i) <= margin against > margin (paired t-test over seeds)."""
+    from scipy import stats
+
+    diff = a - b - margin
+    if np.var(diff) == 0:  # every seed gave the same difference: it is exact
+        return 0.0 if diff.mean() > 0 else 1.0
+    return float(stats.ttest_1samp(diff, 0.0, alternative="greater").pvalue)
 
 
 def paired_bootstrap(
@@ -108,8 +121,13 @@ def _compare(a: np.ndarray, b: np.ndarray, config: PromotionConfig, base: dict[s
         reason = (f"paired bootstrap: mean difference {diff:+.2f}, {100 * (1 - 2 * config.alpha):.0f}% interval "
                   f"[{low:+.2f}, {high:+.2f}] {verdict} {config.min_improvement:+.2f}")  # fmt: skip
         return GateDecision(promoted, reason, p_value=None, ci_low=low, ci_high=high, **evidence, **base)
-    p = welch_one_sided(a, b, config.min_improvement)
+    paired = config.pair_seeds and len(a) == len(b)  # the gate only compares evaluations on the same seeds
+    if paired:
+        p, name = paired_one_sided(a, b, config.min_improvement), "paired t-test over seeds"
+    else:
+        p, name = welch_one_sided(a, b, config.min_improvement), "Welch t-test"
     promoted = p < config.alpha
-    reason = (f"Welch t-test: mean difference {diff:+.2f}, one-sided p = {p:.4f} "
+    reason = (f"{name}: mean difference {diff:+.2f}, one-sided p = {p:.4f} "
               f"{'<' if promoted else '>='} alpha {config.alpha}")  # fmt: skip
+    base = {**base, "test": "paired" if paired else "welch"}
     return GateDecision(promoted, reason, p_value=p, ci_low=None, ci_high=None, **evidence, **base)

@@ -158,6 +158,11 @@ def train(
     ckpt_path = out / CHECKPOINT_FILE
     if not resume:
         check_new_run_dir(out)
+        from frugalrl.tracking.provenance import pin_pretrained
+
+        config, pinned = pin_pretrained(config)  # registry aliases move: the run names the version it used
+        for line in pinned:
+            print(line)
     check_env(config)  # an env or algorithm the run cannot use fails here, before anything is written
     with preflight(out):  # a set-up that fails leaves no half-made run directory behind
         if config.latent.enabled:  # two rollout sources behind one learner; no checkpoints yet

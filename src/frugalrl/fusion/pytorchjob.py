@@ -23,14 +23,63 @@ from frugalrl.errors import ConfigError, PipelineFailed
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 
+# The kubeflow.org/v1 PyTorchJob fields, as the Training Operator's API documents them (its CRD and
+# SDK models; read, not copied): unknown keys are refused so that a misspelled field fails here,
+# and every documented field passes. Pod templates are checked by kubernetes-validate instead.
 _REPLICA = {
     "type": "object",
-    "required": ["replicas", "restartPolicy", "template"],
     "additionalProperties": False,
     "properties": {
-        "replicas": {"type": "integer", "minimum": 1},
+        "replicas": {"type": "integer", "minimum": 0},
         "restartPolicy": {"enum": ["Always", "OnFailure", "Never", "ExitCode"]},
-        "template": {"type": "object", "required": ["spec"]},
+        "template": {"type": "object"},
+    },
+}
+_RUN_POLICY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "cleanPodPolicy": {"enum": ["All", "Running", "None"]},
+        "backoffLimit": {"type": "integer", "minimum": 0},
+        "activeDeadlineSeconds": {"type": "integer", "minimum": 1},
+        "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},
+        "suspend": {"type": "boolean"},
+        "managedBy": {"type": "string", "maxLength": 63},
+        "schedulingPolicy": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "minAvailable": {"type": "integer"},
+                "minResources": {"type": "object", "additionalProperties": {"type": ["string", "integer", "number"]}},
+                "priorityClass": {"type": "string"},
+                "queue": {"type": "string"},
+                "scheduleTimeoutSeconds": {"type": "integer"},
+            },
+        },
+    },
+}
+_ELASTIC_POLICY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "minReplicas": {"type": "integer", "minimum": 1},
+        "maxReplicas": {"type": "integer", "minimum": 1},
+        "maxRestarts": {"type": "integer", "minimum": 0},
+        "nProcPerNode": {"type": "integer", "minimum": 1},
+        "rdzvBackend": {"type": "string"},
+        "rdzvHost": {"type": "string"},
+        "rdzvId": {"type": "string"},
+        "rdzvPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "rdzvConf": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"key": {"type": "string"}, "value": {"type": "string"}},
+            },
+        },  # fmt: skip
+        "standalone": {"type": "boolean"},
+        "metrics": {"type": "array", "items": {"type": "object"}},
     },
 }
 PYTORCHJOB_SCHEMA = {
@@ -49,16 +98,8 @@ PYTORCHJOB_SCHEMA = {
             "required": ["pytorchReplicaSpecs"],
             "additionalProperties": False,
             "properties": {
-                "runPolicy": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "cleanPodPolicy": {"enum": ["All", "Running", "None"]},
-                        "backoffLimit": {"type": "integer", "minimum": 0},
-                        "activeDeadlineSeconds": {"type": "integer", "minimum": 1},
-                        "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},
-                    },
-                },
+                "runPolicy": _RUN_POLICY,
+                "elasticPolicy": _ELASTIC_POLICY,
                 "pytorchReplicaSpecs": {
                     "type": "object",
                     "required": ["Master"],
@@ -85,8 +126,15 @@ def pytorchjob_manifest(
     out_dir: str = "/runs",
     deadline_s: int = 24 * 3600,
     env: dict[str, str] | None = None,
+    output_volume: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The PyTorchJob for ``workers`` workers training the config held in ConfigMap ``config_map``."""
+    """The PyTorchJob for ``workers`` workers training the config held in ConfigMap ``config_map``.
+
+    The run directory goes to ``out_dir``, a volume the non-root container can write:
+    ``output_volume`` is its Kubernetes volume source (default ``{"emptyDir": {}}``, which lives as
+    long as the pod; pass ``{"persistentVolumeClaim": {"claimName": ...}}`` to keep the files). What
+    lasts is in MLflow: the run logs its metrics, policy and files there as it trains.
+    """
     if workers < 2:
         raise ConfigError(f"a PyTorchJob is for 2 or more workers, got {workers}; train a single worker directly")
     container = {
@@ -105,14 +153,21 @@ def pytorchjob_manifest(
             "limits": {"nvidia.com/gpu": str(gpus_per_worker)} if gpus_per_worker else {},
             "requests": {"cpu": "2", "memory": "8Gi"},
         },
-        "volumeMounts": [{"name": "config", "mountPath": "/config", "readOnly": True}],
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/config", "readOnly": True},
+            {"name": "runs", "mountPath": out_dir},
+        ],
         "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 1000},
     }
     pod = {
         "metadata": {"labels": {"app.kubernetes.io/part-of": "frugalrl", "frugalrl.io/job": name}},
         "spec": {
             "containers": [container],
-            "volumes": [{"name": "config", "configMap": {"name": config_map}}],
+            "volumes": [
+                {"name": "config", "configMap": {"name": config_map}},
+                {"name": "runs", **(output_volume or {"emptyDir": {}})},
+            ],
+            "securityContext": {"fsGroup": 1000},  # the mounted volume is writable by the container's user
             "nodeSelector": node_selector or {},
             "tolerations": tolerations or [],
         },

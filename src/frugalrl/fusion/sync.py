@@ -57,6 +57,13 @@ class GradientFusion(ABC):
         }
 
 
+def collective_device() -> torch.device:
+    """Where a collective's tensors must live: the current GPU for NCCL (it refuses CPU tensors), the CPU for gloo."""
+    if dist.is_initialized() and dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 class DenseAllReduce(GradientFusion):
     """The baseline: the mean of the flat float32 gradients, through ``all_reduce``."""
 
@@ -64,8 +71,9 @@ class DenseAllReduce(GradientFusion):
         flat = torch.cat([g.reshape(-1).float() for g in grads])
         self.bytes_sent += flat.numel() * flat.element_size()
         self.dense_bytes += flat.numel() * 4
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-        flat /= self.world_size
+        wire = flat.to(collective_device())
+        dist.all_reduce(wire, op=dist.ReduceOp.SUM)
+        flat = wire.to(flat.device) / self.world_size
         return list(flat.split([g.numel() for g in grads]))
 
 
@@ -101,9 +109,10 @@ class TopKFusion(GradientFusion):
         buffer = encode([g.detach().cpu() for g in grads], self.residuals, self.layout)
         self.bytes_sent += buffer.numel()
         self.dense_bytes += self.layout.dense_nbytes
-        gathered = [torch.empty_like(buffer) for _ in range(self.world_size)]
-        dist.all_gather(gathered, buffer)
-        return [f.to(grads[0].device) for f in fuse(gathered, self.layout)]
+        wire = buffer.to(collective_device())  # encoded on the CPU, sent from where the backend reads
+        gathered = [torch.empty_like(wire) for _ in range(self.world_size)]
+        dist.all_gather(gathered, wire)
+        return [f.to(grads[0].device) for f in fuse([g.cpu() for g in gathered], self.layout)]
 
 
 FUSIONS: dict[str, type[GradientFusion]] = {"dense": DenseAllReduce, "topk": TopKFusion}

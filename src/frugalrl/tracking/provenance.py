@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from frugalrl import __version__
 from frugalrl.config import ExperimentConfig
@@ -75,6 +77,52 @@ def lineage_source(reference: str) -> str:
         recorded = json.loads(summary.read_text())
         return recorded.get("model_uri") or recorded.get("registered_uri") or reference
     return reference
+
+
+def pin_model_uri(uri: str) -> str:
+    """``models:/NAME@ALIAS`` as ``models:/NAME/VERSION`` (the version the alias names now); other
+    references as they are. An alias moves; a version does not, so a run records what it used."""
+    match = re.fullmatch(r"models:/([^/@]+)@([^/]+)", uri)
+    if match is None:
+        return uri
+    from frugalrl.errors import TrackingError
+    from frugalrl.tracking.registry import registry_client
+
+    try:
+        version = registry_client().get_model_version_by_alias(match.group(1), match.group(2)).version
+    except TrackingError:
+        raise
+    except Exception as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise TrackingError(f"{uri}: the registry cannot resolve it ({reason}); check the name and alias") from None
+    return f"models:/{match.group(1)}/{version}"
+
+
+def pin_pretrained(config: ExperimentConfig) -> tuple[ExperimentConfig, list[str]]:
+    """The config with every registry alias it loads from (encoder, evaluator, PEFT source) pinned to
+    the version it names now, and a line per pinned reference. config.yaml then records exactly
+    what the run used, and an audit re-runs with it even after the alias has moved."""
+    notes: list[str] = []
+
+    def pinned(value: str | None, what: str) -> str | None:
+        if value is None:
+            return None
+        fixed = pin_model_uri(value)
+        if fixed != value:
+            notes.append(f"{what} {value} is {fixed}: pinned for this run")
+        return fixed
+
+    updates: dict[str, Any] = {}
+    if config.latent.enabled and config.latent.encoder_from:
+        latent = config.latent.model_copy(update={"encoder_from": pinned(config.latent.encoder_from, "encoder")})
+        updates["latent"] = latent
+    if config.pivot.evaluator_from:
+        updates["pivot"] = config.pivot.model_copy(
+            update={"evaluator_from": pinned(config.pivot.evaluator_from, "evaluator")}
+        )
+    if config.peft is not None and config.peft.source:
+        updates["peft"] = config.peft.model_copy(update={"source": pinned(config.peft.source, "PEFT source")})
+    return (config.model_copy(update=updates) if notes else config), notes
 
 
 def pretrained_inputs(config: ExperimentConfig) -> dict[str, str]:
