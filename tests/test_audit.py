@@ -57,3 +57,32 @@ def test_run_without_commit_cannot_be_audited(tmp_path, monkeypatch):
     summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
     with pytest.raises(AuditError, match="no git commit"):
         audit(summary["mlflow_run_id"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not IN_CI and git_dirty(),
+    reason="the checkout has uncommitted changes: runs from it cannot be audited (in CI this test runs)",
+)
+def test_an_audit_re_runs_with_the_evaluator_version_the_run_used_after_the_alias_moved(tmp_path):
+    from frugalrl.pivot.pretrain import pretrain_evaluator
+
+    from .test_pivot_pretrain import _pivot_config
+
+    mlflow.set_tracking_uri(check_tracking())
+    client = MlflowClient()
+    evaluator = {"pretrain_steps": 1024, "pretrain_epochs": 3, "champion_min_spearman": -1.0}
+    first = pretrain_evaluator(
+        _pivot_config(tracking={"enabled": True}, pivot={"evaluator": evaluator}), tmp_path / "e1"
+    )
+    config = _pivot_config(tracking={"enabled": True}, pivot={"evaluator_from": "models:/cartpole-evaluator@champion"})
+    summary = train(config, tmp_path / "run", interactive=False)
+    recorded = (tmp_path / "run" / "config.yaml").read_text()
+    assert f"models:/cartpole-evaluator/{first['registered_version']}" in recorded  # pinned, not the alias
+    # another evaluator takes the alias after the run
+    second = pretrain_evaluator(
+        _pivot_config(seed=9, tracking={"enabled": True}, pivot={"evaluator": evaluator}), tmp_path / "e2"
+    )
+    client.set_registered_model_alias("cartpole-evaluator", "champion", second["registered_version"])
+    result = audit(summary["mlflow_run_id"], keep=tmp_path / "audit")
+    assert result["reproduced"], result["differences"]  # re-run with version 1, not today's champion

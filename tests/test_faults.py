@@ -124,6 +124,8 @@ def _train_process(config_path: Path, out: Path, *extra: str) -> subprocess.Pope
     return subprocess.Popen(
         [sys.executable, "-m", "frugalrl", "train", str(config_path), "--out", str(out), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a shell that starts CI in the background ignores SIGINT for its children; a terminal does not
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import mlflow
 import numpy as np
 import pytest
@@ -200,3 +202,10 @@ def test_a_run_pins_the_registry_version_its_alias_named(tmp_path):
     assert pin_model_uri(f"models:/{name}/{v1}") == f"models:/{name}/{v1}" and pin_model_uri("runs/x") == "runs/x"
     with pytest.raises(TrackingError, match="cannot resolve"):
         pin_model_uri(f"models:/{name}@no-such-alias")
+    # a pipeline artifact directory (gone after its stage on a cluster) is named by the version it registered
+    artifact = tmp_path / "evaluator"
+    artifact.mkdir()
+    (artifact / "summary.json").write_text(json.dumps({"registered_model": name, "registered_version": v1}))
+    assert pin_model_uri(str(artifact)) == f"models:/{name}/{v1}"
+    (artifact / "summary.json").write_text("{}")  # never registered (tracking off): the path is all there is
+    assert pin_model_uri(str(artifact)) == str(artifact)

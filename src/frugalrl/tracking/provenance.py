@@ -80,8 +80,18 @@ def lineage_source(reference: str) -> str:
 
 
 def pin_model_uri(uri: str) -> str:
-    """``models:/NAME@ALIAS`` as ``models:/NAME/VERSION`` (the version the alias names now); other
-    references as they are. An alias moves; a version does not, so a run records what it used."""
+    """What a run should record of a pretrained input, so that an audit finds the same one later.
+
+    ``models:/NAME@ALIAS`` becomes ``models:/NAME/VERSION`` (an alias moves; a version does not).
+    A local run directory that registered its model (a pipeline artifact: on a cluster, a path
+    that is gone after the stage) becomes that registered version. Anything else stays.
+    """
+    summary = Path(uri) / "summary.json" if "://" not in uri and not uri.startswith("models:/") else None
+    if summary is not None and summary.is_file():
+        recorded = json.loads(summary.read_text())
+        if recorded.get("registered_model") and recorded.get("registered_version"):
+            return f"models:/{recorded['registered_model']}/{recorded['registered_version']}"
+        return uri
     match = re.fullmatch(r"models:/([^/@]+)@([^/]+)", uri)
     if match is None:
         return uri
