@@ -67,6 +67,8 @@ def run_local(
     extra = {"adapted_model_name": f"{name}-adapted"} if kind == "peft" else {}
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
+    if isolated:
+        _pin_artifact_root(uri, [config.tracking.experiment])
     run = _run(pipeline_for(kind), root, f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}.log", isolated,
                config_yaml=config_path.read_text(), overrides=overrides, model_name=name,
                eval_episodes=config.eval.episodes, eval_seed=config.eval.seed, **extra)  # fmt: skip
@@ -95,6 +97,9 @@ def run_profile_local(
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OPTUNA_STORAGE", f"sqlite:///{root / 'optuna.db'}")
+    if isolated:
+        stages = [s for s in (profile.train, profile.latent, profile.peft) if s is not None]
+        _pin_artifact_root(uri, sorted({profile.stage_config(s).tracking.experiment for s in stages}))
     log = f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
     _run(build_pipeline(profile), root, log, isolated, eval_episodes=eval_episodes)
     client = registry_client()
@@ -139,6 +144,20 @@ def _scale(version: Any) -> str:
     threshold = gym.spec(env_id).reward_threshold if env_id and env_id in gym.registry else None
     parts.append(f"solved {threshold:g}" if threshold is not None else "no solved score")
     return "; " + ", ".join(parts)
+
+
+def _pin_artifact_root(uri: str, experiments: list[str]) -> None:
+    """A local store keeps artifacts under ``./mlruns`` of the process that creates the experiment;
+    an isolated stage's directory is deleted after it. Create the experiments first, with their
+    artifacts under this directory's ``mlruns``, as a run without ``--isolated`` would have them."""
+    if uri.startswith(("http://", "https://")):
+        return  # a server has its own artifact store
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    for name in experiments:
+        if client.get_experiment_by_name(name) is None:
+            client.create_experiment(name, artifact_location=(Path.cwd() / "mlruns").resolve().as_uri())
 
 
 @contextlib.contextmanager

@@ -44,3 +44,19 @@ def test_a_stage_keeps_its_declared_outputs_only(tmp_path, monkeypatch):
     recorded = json.loads((table.parent / "executor_output.json").read_text())
     assert recorded["artifacts"]["table"]["artifacts"][0]["uri"] == str(table)  # the pipeline's URI, not the sandbox's
     assert not (tmp_path / "scratch.txt").exists()
+
+
+def test_isolated_runs_keep_a_local_stores_artifacts_outside_the_stage_sandboxes(tmp_path, monkeypatch):
+    """With a sqlite store, an experiment created inside a stage would keep its artifacts in that
+    stage's deleted sandbox; the runner creates the experiments first, under the caller's mlruns."""
+    from mlflow import MlflowClient
+
+    from pipelines.local import _pin_artifact_root
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    _pin_artifact_root(uri, ["frugalrl", "other"])
+    client = MlflowClient(tracking_uri=uri)
+    for name in ("frugalrl", "other"):
+        assert client.get_experiment_by_name(name).artifact_location == (tmp_path / "mlruns").as_uri()
+    _pin_artifact_root(uri, ["frugalrl"])  # already there: left as it is
