@@ -15,6 +15,7 @@ directory helpers (``start_run_dir``, ``finish_run``) live in ``frugalrl.rundir`
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -156,15 +157,18 @@ def train(
     sync = None
     state = None
     ckpt_path = out / CHECKPOINT_FILE
-    if not resume:
+    first_rank = not (under_torchrun() and int(os.environ.get("RANK", "0")) > 0)  # rank 0 owns the shared --out
+    if not resume and first_rank:
         check_new_run_dir(out)
+    if not resume:
         from frugalrl.tracking.provenance import pin_pretrained
 
         config, pinned = pin_pretrained(config)  # registry aliases move: the run names the version it used
         for line in pinned:
             print(line)
     check_env(config)  # an env or algorithm the run cannot use fails here, before anything is written
-    with preflight(out):  # a set-up that fails leaves no half-made run directory behind
+    # a set-up that fails leaves no half-made run directory behind
+    with preflight(out) if first_rank else contextlib.nullcontext():
         if config.latent.enabled:  # two rollout sources behind one learner; no checkpoints yet
             if resume:
                 raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
