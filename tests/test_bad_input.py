@@ -291,35 +291,6 @@ CASES += [
     ),
     # pytorchjob
     Case("pytorchjob validate: missing file", lambda d: ["pytorchjob", "validate", str(d / "nope.yaml")]),
-    Case(
-        "pytorchjob validate: binary file",
-        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
-        _write("j.yaml", b"\x89PNG\r\n\x1a\n\x00\x00\xff"),
-        "UTF-8",
-    ),
-    Case(
-        "pytorchjob validate: empty file",
-        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
-        _write("j.yaml", ""),
-        "empty",
-    ),
-    Case(
-        "pytorchjob validate: a list",
-        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
-        _write("j.yaml", "- a\n- b\n"),
-        "mapping",
-    ),
-    Case(
-        "pytorchjob validate: bad YAML",
-        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
-        _write("j.yaml", "kind: [\n"),
-        "YAML",
-    ),
-    Case(
-        "pytorchjob validate: another kind",
-        lambda d: ["pytorchjob", "validate", str(d / "j.yaml")],
-        _write("j.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"),
-    ),
     Case("pytorchjob validate: a directory", lambda d: ["pytorchjob", "validate", str(d)], says="directory"),
     Case(
         "pytorchjob render: one worker",
@@ -354,6 +325,18 @@ CASES += [
     Case("pipeline: unknown subcommand", lambda d: ["pipeline", "launch"], says="launch"),
     Case("unknown command", lambda d: ["fly"], says="fly"),
 ]
+# pytorchjob validate on files that are not a PyTorchJob manifest: (content, what the line names)
+BAD_MANIFESTS: dict[str, tuple[str | bytes, str]] = {
+    "binary file": (b"\x89PNG\r\n\x1a\n\x00\x00\xff", "UTF-8"),
+    "empty file": ("", "empty"),
+    "a list": ("- a\n- b\n", "mapping"),
+    "bad YAML": ("kind: [\n", "YAML"),
+    "another kind": ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", ""),
+}
+for what, (content, says) in BAD_MANIFESTS.items():
+    argv = lambda d: ["pytorchjob", "validate", str(d / "j.yaml")]  # noqa: E731
+    CASES.append(Case(f"pytorchjob validate: {what}", argv, _write("j.yaml", content), says))
+
 PROFILES: dict[str, str | bytes] = {
     "empty profile": "",
     "profile duplicate key": "name: a\nname: b\nstages: {}\n",

@@ -178,7 +178,8 @@ class _RegisteredKind(_Strict):
 
     @classmethod
     def _registry(cls) -> Any:
-        raise NotImplementedError
+        """The ``plugins.Registry`` of this section's kinds: each subclass names its own."""
+        raise TypeError(f"{cls.__name__} must name its registry (override _registry)")
 
     @field_validator("kind", check_fields=False)
     @classmethod
