@@ -17,6 +17,16 @@ reaches the target (LunarLander 200, Pendulum -200; "-" if never), training FLOP
 against plain, and the share of replay draws from the top-10% |TD error| transitions.
 
     python benchmarks/rmt_ablation.py --envs Pendulum-v1 --seeds 3 --workers 2 --write
+
+The reuse and meta-controller claims are tested as effects, at a budget where the baseline has not
+reached its ceiling (every variant has the same env steps and, since the variants share ``train_freq``
+and ``gradient_steps``, the same gradient steps; the table shows both)::
+
+    python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 100000 --seeds 5 \
+        --variants plain +replay +meta --no-peers --workers 2 --write
+
+Every run appends one row to ``benchmarks/results/rmt_ablation.jsonl`` (commit, config hash, command,
+load average before and after); ``--report-only`` renders the newest batch of every env from that file.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ PARTS = {
     "all": ["replay.kind=tiered", "meta.enabled=true", "dqn.exploration=boltzmann", "policy.block=fractal"],
 }
 _lock = threading.Lock()
+RESULTS = _report.RESULTS_DIR / "rmt_ablation.jsonl"
 
 
 def steps_to_target(run_dir: Path, target: float) -> int | None:
@@ -60,6 +71,7 @@ def steps_to_target(run_dir: Path, target: float) -> int | None:
 
 
 def run_frugalrl(config: Path, overrides: list[str], workdir: Path, target: float) -> dict:
+    load_before = _report.load_average()
     out = Path(tempfile.mkdtemp(dir=workdir)) / "run"
     args = [sys.executable, "-m", "frugalrl.cli", "train", str(config), "--out", str(out)]
     for item in ["tracking.enabled=false", "threads=1", *overrides]:
@@ -68,12 +80,20 @@ def run_frugalrl(config: Path, overrides: list[str], workdir: Path, target: floa
     if proc.returncode != 0:
         raise RuntimeError(f"training failed ({' '.join(overrides)}): {proc.stderr.strip().splitlines()[-1:]}")
     summary = json.loads((out / "summary.json").read_text())
+    returns = [json.loads(line).get("episode_return") for line in (out / "metrics.jsonl").read_text().splitlines()]
+    returns = [r for r in returns if r is not None]
     return {
         "eval_mean": summary["eval_mean"],
+        "config_hash": summary["config_hash"],
+        "real_env_steps": summary["real_env_steps"],
+        "optimizer_steps": summary["optimizer_steps"],
+        # Sample efficiency: the mean training return over the whole run (area under the learning curve).
+        "mean_train_return": sum(returns) / len(returns) if returns else None,
         "train_flops": summary["train_flops"],
         "train_s": summary["wall_s"] - summary["eval_s"],
         "steps_to_target": steps_to_target(out, target),
         "top10_share": summary.get("replay_top10_share"),
+        "load_before": load_before,
     }
 
 
@@ -120,7 +140,7 @@ def run_sb3(config_path: Path, seed: int, overrides: list[str], episodes: int = 
             ret, done = ret + float(reward), terminated or truncated
         returns.append(ret)
     return {"eval_mean": float(np.mean(returns)), "train_flops": None, "train_s": train_s,
-            "steps_to_target": None, "top10_share": None}  # fmt: skip
+            "steps_to_target": None, "top10_share": None, "load_before": None}  # fmt: skip
 
 
 def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, workdir: Path) -> None:
@@ -128,13 +148,15 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, w
     config = _report.REPO_ROOT / "configs" / spec["config"]
     discrete = env_id == "LunarLander-v3"
     scale = [f"{'dqn' if discrete else 'sac'}.total_timesteps={args.steps}"] if args.steps else []
-    variants = [v for v in PARTS if discrete or v != "+explore"]
+    variants = [v for v in args.variants if discrete or v != "+explore"]
     for variant in variants:
         overrides = [f"seed={seed}", *scale, *OFF, *PARTS[variant]]
         if not discrete:
             overrides = [o for o in overrides if not o.startswith("dqn.")]
         row = run_frugalrl(config, overrides, workdir, spec["target"])
         _record(args, results, {"env_id": env_id, "seed": seed, "variant": variant, **row})
+    if args.no_peers:
+        return
     sb3_overrides = [*scale]
     _record(args, results, {"env_id": env_id, "seed": seed, "variant": "SB3", **run_sb3(config, seed, sb3_overrides)})
     if spec["ppo"]:
@@ -145,18 +167,46 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, w
 
 
 def _record(args: argparse.Namespace, results: list, row: dict) -> None:
+    row = {**args.common, **row, "load_after": _report.load_average(), "timestamp": _report.utc_now()}
     with _lock:
         results.append(row)
-        args.results.write_text(json.dumps(results, indent=1))
+        _report.append_row(args.results, row)
         print(f"{row['env_id']:<16} seed {row['seed']}  {row['variant']:<13} eval {row['eval_mean']:8.1f}  "
               f"to target {row['steps_to_target']}  train_s {row['train_s']:7.1f}", flush=True)  # fmt: skip
 
 
-def report(results: list[dict], command: str, load_start: str, load_end: str) -> str:
-    parts = ["\n".join(_report.machine_lines(command, load_start, load_end, [
-        "every frugalrl variant starts from the env's RMT config with all parts off, then switches on the named "
-        "part(s); SB3 uses the same hyperparameters; FLOPs and time ratios are per seed against plain, then median",
-    ]))]  # fmt: skip
+def _vs_plain(by: dict, variant: str, seeds: list[int], key: str) -> str:
+    """``difference of medians / median of per-seed differences`` of ``key`` against plain."""
+    pairs = [(by[(variant, s)][key], by[("plain", s)][key]) for s in seeds
+             if (variant, s) in by and ("plain", s) in by
+             and by[(variant, s)].get(key) is not None and by[("plain", s)].get(key) is not None]  # fmt: skip
+    if not pairs or variant == "plain":
+        return "-"
+    of_medians = statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)
+    per_seed = [a - b for a, b in pairs]
+    better = sum(d > 0 for d in per_seed)
+    return f"{of_medians:+.1f} / {statistics.median(per_seed):+.1f} ({better} of {len(pairs)} seeds higher)"
+
+
+def _ratio(by: dict, variant: str, seeds: list[int], key: str) -> str:
+    """``ratio of medians / median of per-seed ratios`` of ``key`` against plain."""
+    pairs = [(by[(variant, s)][key], by[("plain", s)][key]) for s in seeds
+             if (variant, s) in by and ("plain", s) in by and by[(variant, s)].get(key) and by[("plain", s)].get(key)]
+    if not pairs:
+        return "-"
+    of_medians = statistics.median(a for a, _ in pairs) / statistics.median(b for _, b in pairs)
+    return f"{of_medians:.2f} / {statistics.median(a / b for a, b in pairs):.2f}"
+
+
+def report(results: list[dict], results_path: Path = RESULTS) -> str:
+    """The section for ``results`` (stored rows): per env, its batch's facts and one table."""
+    parts = [
+        "Every frugalrl variant starts from the env's RMT config with all parts off, then switches on the named "
+        "part(s); SB3 uses the same hyperparameters. Differences and ratios against plain are given as "
+        "*of medians / median of per-seed* figures. \"mean training return\" is the mean return of every "
+        "training episode of the run: the area under the learning curve, a sample-efficiency measure. "
+        "Every variant of an env has the same env steps and gradient steps (columns 3 and 4)."
+    ]
     for env_id in dict.fromkeys(r["env_id"] for r in results):
         rows = [r for r in results if r["env_id"] == env_id]
         by = {(r["variant"], r["seed"]): r for r in rows}
@@ -165,20 +215,24 @@ def report(results: list[dict], command: str, load_start: str, load_end: str) ->
         for variant in dict.fromkeys(r["variant"] for r in rows):
             mine = [by[(variant, s)] for s in seeds if (variant, s) in by]
             reached = [r["steps_to_target"] for r in mine if r["steps_to_target"] is not None]
-            flops = [by[(variant, s)]["train_flops"] / by[("plain", s)]["train_flops"] for s in seeds
-                     if (variant, s) in by and by[(variant, s)]["train_flops"] and ("plain", s) in by]  # fmt: skip
-            secs = [by[(variant, s)]["train_s"] / by[("plain", s)]["train_s"] for s in seeds
-                    if (variant, s) in by and ("plain", s) in by]  # fmt: skip
             shares = [r["top10_share"] for r in mine if r["top10_share"] is not None]
+            steps = sorted({r.get("real_env_steps") for r in mine} - {None})
+            grads = sorted({r.get("optimizer_steps") for r in mine} - {None})
+            curve = [r["mean_train_return"] for r in mine if r.get("mean_train_return") is not None]
             table.append([
-                variant, len(mine), _report.fmt_mmm([r["eval_mean"] for r in mine], "{:.1f}"),
+                variant, len(mine), "/".join(f"{v:,}" for v in steps) or "-", "/".join(f"{v:,}" for v in grads) or "-",
+                _report.fmt_mmm([r["eval_mean"] for r in mine], "{:.1f}"), _vs_plain(by, variant, seeds, "eval_mean"),
+                _report.fmt_mmm(curve, "{:.1f}") if curve else "-", _vs_plain(by, variant, seeds, "mean_train_return"),
                 f"{len(reached)}/{len(mine)}" + (f", median {statistics.median(reached):,.0f}" if reached else ""),
-                f"{statistics.median(flops):.2f}" if flops else "-", f"{statistics.median(secs):.2f}" if secs else "-",
+                _ratio(by, variant, seeds, "train_flops"), _ratio(by, variant, seeds, "train_s"),
                 f"{statistics.median(shares):.3f}" if shares else "-",
             ])  # fmt: skip
-        header = ["variant", "seeds", "eval return", "reached target (steps)", "FLOPs / plain", "time / plain",
-                  "top-10% TD share of draws"]  # fmt: skip
-        parts.append(f"**{env_id}** (target {ENVS[env_id]['target']:g})\n\n" + _report.markdown_table(header, table))
+        header = ["variant", "seeds", "env steps", "gradient steps", "eval return", "eval vs plain",
+                  "mean training return", "training return vs plain", "reached target (steps)", "FLOPs / plain",
+                  "time / plain", "top-10% TD share of draws"]  # fmt: skip
+        facts = "\n".join(_report.rows_lines(rows, results_path))
+        parts.append(f"**{env_id}** (target {ENVS[env_id]['target']:g})\n\n{facts}\n\n"
+                     + _report.markdown_table(header, table))  # fmt: skip
     return "\n\n".join(parts)
 
 
@@ -187,24 +241,27 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["Pendulum-v1"], choices=list(ENVS))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=1, help="seeds run first-seed .. first-seed + seeds - 1")
-    parser.add_argument("--merge", nargs="*", type=Path, default=[], help="--report-only: more results files")
+    parser.add_argument("--variants", nargs="+", default=list(PARTS), choices=list(PARTS))
+    parser.add_argument("--no-peers", action="store_true", help="skip SB3 and frugalrl PPO")
     parser.add_argument("--steps", type=int, default=None, help="override every env's budget")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "rmt_ablation.json")
-    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--report-only", action="store_true", help="render the newest batch per env, run nothing")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    command, load_start = _report.command_line(), _report.load_average()
     if args.report_only:
-        results = [row for path in [args.results, *args.merge] for row in json.loads(path.read_text())]
+        stored = _report.read_rows(args.results)
+        results = [r for env in dict.fromkeys(r["env_id"] for r in stored)
+                   for r in _report.newest_batch(stored, env_id=env)]  # fmt: skip
     else:
+        args.common = _report.batch_common()
         results: list[dict] = []
         with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.workers) as pool:
             jobs = [pool.submit(run_chain, env, seed, args, results, Path(workdir))
                     for seed in range(args.first_seed, args.first_seed + args.seeds) for env in args.envs]  # fmt: skip
             for job in jobs:
                 job.result()
-    text = report(results, command, load_start, _report.load_average())
+    text = report(results, args.results)
     print(text)
     if args.write:
         _report.write_section("rmt_ablation", text)
