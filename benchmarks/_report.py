@@ -7,6 +7,7 @@ file (other sections, the claims ledger) untouched.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
@@ -324,7 +325,50 @@ def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
         f"- machine: {cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
         f"{machine.get('cpu', '?')} (`lscpu` model name), "
         f"GPU: {machine.get('gpu', '?')}",
-        f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items()) or 'not recorded'}",
         f"- load average (1/5/15 min) before the first run: {first.get('load_before')}; after the last: "
         f"{last.get('load_after')}; 1-min load after each run: {load_text}",
     ]
+
+
+# --------------------------------------------------------------------------- one shape for every script's output
+def add_output_args(parser: argparse.ArgumentParser, name: str) -> None:
+    """``--results`` (default ``benchmarks/results/<name>.jsonl``), ``--report-only``, ``--write``, ``--check``."""
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR / f"{name}.jsonl",
+                        help="per-run rows: appended to by a run, read by --report-only")  # fmt: skip
+    parser.add_argument("--report-only", action="store_true", help="render from --results alone, run nothing")
+    parser.add_argument("--write", action="store_true", help="put the table into docs/benchmarks.md")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
+
+
+def doc_section(name: str, path: Path = DOC_PATH) -> str | None:
+    """The text between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` in ``path`` (None: no such section)."""
+    match = re.search(rf"<!-- BEGIN {re.escape(name)} -->\n(.*?)\n<!-- END {re.escape(name)} -->",
+                      path.read_text(), re.DOTALL)  # fmt: skip
+    return match.group(1) if match else None
+
+
+def emit(name: str, text: str, args: argparse.Namespace) -> None:
+    """Print the section; ``--write`` puts it into the doc; ``--check`` exits 1 unless the doc holds it."""
+    print(text)
+    if getattr(args, "write", False):
+        write_section(name, text)
+    if getattr(args, "check", False):
+        check_section(name, text, args.results)
+
+
+def check_section(name: str, text: str, results: Path) -> None:
+    """Exit 1, with the difference, unless the doc's section ``name`` is exactly ``text``."""
+    held = doc_section(name)
+    if held != text.strip():
+        import difflib
+
+        diff = difflib.unified_diff((held or "").splitlines(), text.strip().splitlines(), "doc", "rendered",
+                                    lineterm="", n=1)  # fmt: skip
+        sys.exit(f"docs/benchmarks.md section {name} is not what {results} renders:\n" + "\n".join(diff))
+
+
+def stamp(common: dict, **row: object) -> dict:
+    """One finished run's row: the invocation's shared keys, the run's figures, load after and time."""
+    return {**common, **row, "load_after": load_average(), "timestamp": utc_now()}

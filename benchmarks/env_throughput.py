@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -208,48 +210,63 @@ def measure(contender: Contender, steps: int, seed: int) -> tuple[float, int]:
     return counted / elapsed, counted
 
 
-def run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> list[dict]:
+    """Measure every contender of every env (alternating within each repeat); one row per measurement."""
     torch.set_num_threads(1)
-    load_start = _report.load_average()
-    sections = []
-    summary_rows = []
+    common = _report.batch_common(repeats=args.repeats, num_envs=args.num_envs, seed=args.seed, nproc=_report.nproc())
+    rows = []
     for env_id in args.envs:
         steps = args.steps or DEFAULT_STEPS.get(env_id, FALLBACK_STEPS)
         contenders = contenders_for(env_id, args.num_envs)
-        rates: dict[str, list[float]] = {c.name: [] for c in contenders}
-        counted: dict[str, int] = {}
         for repeat in range(args.repeats):
             for contender in contenders:
+                load_before = _report.load_average()
                 rate, n = measure(contender, steps, args.seed + repeat)
-                rates[contender.name].append(rate)
-                counted[contender.name] = n
+                role = "factory" if contender.factory else ("baseline" if contender.baseline else "informative")
+                row = _report.stamp(common, env_id=env_id, repeat=repeat, contender=contender.name, role=role,
+                                    parallelism=contender.parallelism, counted=n, rate=rate,
+                                    load_before=load_before)  # fmt: skip
+                _report.append_row(args.results, row)
+                rows.append(row)
                 print(
                     f"{env_id:18s} repeat {repeat + 1}/{args.repeats}  {contender.name:70s} {rate:12,.0f} steps/s",
                     flush=True,
                 )
-        factory = next(c for c in contenders if c.factory)
-        baseline = next(c for c in contenders if c.baseline)
+    return rows
+
+
+def render(all_rows: list[dict], results: Path) -> str:
+    sections = []
+    summary_rows = []
+    for env_id in dict.fromkeys(r["env_id"] for r in all_rows):
+        env_rows = [r for r in all_rows if r["env_id"] == env_id]
+        names = list(dict.fromkeys(r["contender"] for r in env_rows))
+        rates = {name: [r["rate"] for r in sorted(env_rows, key=lambda r: r["repeat"]) if r["contender"] == name]
+                 for name in names}  # fmt: skip
+        info = {name: next(r for r in env_rows if r["contender"] == name) for name in names}
+        factory = next(n for n in names if info[n]["role"] == "factory")
+        baseline = next(n for n in names if info[n]["role"] == "baseline")
         rows = []
-        for c in contenders:
-            paired = [f / r for f, r in zip(rates[factory.name], rates[c.name], strict=True)]
-            role = "factory" if c.factory else ("**baseline**" if c.baseline else "informative")
+        for name in names:
+            paired = [f / r for f, r in zip(rates[factory], rates[name], strict=True)]
+            role = {"baseline": "**baseline**"}.get(info[name]["role"], info[name]["role"])
             rows.append(
                 [
-                    c.name,
+                    name,
                     role,
-                    c.parallelism,
-                    f"{counted[c.name]:,}",
-                    _report.fmt_mmm(rates[c.name]),
-                    "1" if c.factory else _report.fmt_mmm(paired, "{:.2f}"),
+                    info[name]["parallelism"],
+                    f"{info[name]['counted']:,}",
+                    _report.fmt_mmm(rates[name]),
+                    "1" if name == factory else _report.fmt_mmm(paired, "{:.2f}"),
                 ]
             )
-        head = [f / b for f, b in zip(rates[factory.name], rates[baseline.name], strict=True)]
+        head = [f / b for f, b in zip(rates[factory], rates[baseline], strict=True)]
         summary_rows.append(
             [
                 env_id,
                 FRAMES_PER_STEP.get(env_id, "see env"),
-                _report.fmt_mmm(rates[factory.name]),
-                _report.fmt_mmm(rates[baseline.name]),
+                _report.fmt_mmm(rates[factory]),
+                _report.fmt_mmm(rates[baseline]),
                 _report.fmt_mmm(head, "{:.2f}"),
             ]
         )
@@ -258,7 +275,6 @@ def run(args: argparse.Namespace) -> str:
             rows,
         )
         sections.append(f"#### {env_id}\n\n{table}")
-    load_end = _report.load_average()
 
     summary = _report.markdown_table(
         [
@@ -270,23 +286,20 @@ def run(args: argparse.Namespace) -> str:
         ],
         summary_rows,
     )
-    lines = _report.machine_lines(
-        _report.command_line(),
-        load_start,
-        load_end,
-        extra=[
-            f"repeats: {args.repeats} (contenders alternate within each repeat; repeat r resets with seed "
-            f"{args.seed}+r and steps the same pre-generated random actions); vector envs: {args.num_envs} copies",
-            "torch threads: 1. Ratios are the median (min-max) over repeats of factory / contender measured in "
-            "the same repeat. Figures are medians (min-max) over repeats.",
-            "ALE: the factory's `AtariVectorEnv` uses `num_threads=0`, i.e. one C++ thread per core "
-            f"({_report.nproc()} here); every other contender is single-threaded. The 1-thread row shows the "
-            "same vector env pinned to one thread. The Breakout baseline does no 84x84 resize or max-pool "
-            "(opencv, needed by gymnasium's `AtariPreprocessing`, is not installed), so it does slightly less "
-            "work per step than the factory.",
-            "Other processes may share the machine; see the load average.",
-        ],
-    )
+    first = all_rows[0]
+    lines = [
+        *_report.rows_lines(all_rows, results),
+        f"- repeats: {first['repeats']} (contenders alternate within each repeat; repeat r resets with seed "
+        f"{first['seed']}+r and steps the same pre-generated random actions); vector envs: {first['num_envs']} copies",
+        "- torch threads: 1. Ratios are the median (min-max) over repeats of factory / contender measured in "
+        "the same repeat. Figures are medians (min-max) over repeats.",
+        "- ALE: the factory's `AtariVectorEnv` uses `num_threads=0`, i.e. one C++ thread per core "
+        f"({first['nproc']} here); every other contender is single-threaded. The 1-thread row shows the "
+        "same vector env pinned to one thread. The Breakout baseline does no 84x84 resize or max-pool "
+        "(opencv, needed by gymnasium's `AtariPreprocessing`, is not installed), so it does slightly less "
+        "work per step than the factory.",
+        "- Other processes may share the machine; see the load average.",
+    ]
     return "\n".join(
         [
             "Env steps per second (higher is better), random actions, one agent step = one `env.step` of one env.",
@@ -307,16 +320,14 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=8, help="copies in the vector envs")
     parser.add_argument("--envs", nargs="+", default=list(DEFAULT_ENVS), help="gymnasium env ids")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    _report.add_output_args(parser, "env_throughput")
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
-    body = run(args)
-    print()
-    print(body)
-    if args.write:
-        path = _report.write_section("env_throughput", body)
-        print(f"\nwrote {path}")
+    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
+    if not rows:
+        sys.exit(f"no rows in {args.results}")
+    _report.emit("env_throughput", render(rows, args.results), args)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ def run(env: str, seed: int, variant: str, topk: float, steps: int, episodes: in
                  f"distributed.topk={topk}"]  # fmt: skip
     cmd = [sys.executable, "-m", "frugalrl.cli", "train", str(_report.REPO_ROOT / "configs" / CONFIGS[env]),
            "--out", str(out), *[a for s in sets for a in ("--set", s)]]  # fmt: skip
+    load_before = _report.load_average()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{env} {variant} seed {seed}: {proc.stderr.strip().splitlines()[-1:]}")
@@ -44,48 +45,66 @@ def run(env: str, seed: int, variant: str, topk: float, steps: int, episodes: in
     steps_all = summary.get("real_env_steps_all_workers", summary["real_env_steps"])
     row = {
         "env": env, "seed": seed, "variant": variant if variant != "topk" else f"topk {topk:g}",
+        "workers": summary.get("workers", 1), "config_hash": summary["config_hash"],
         "eval_mean": summary["eval_mean"], "bytes_sent": summary.get("bytes_sent", 0.0),
-        "dense_bytes": summary.get("dense_equivalent_bytes", 0.0), "steps_all": steps_all,
+        "dense_bytes": summary.get("dense_equivalent_bytes", 0.0),
+        "wire_bytes": summary.get("wire_bytes_per_worker", 0.0), "steps_all": steps_all,
         "sps": steps_all / summary["wall_s"], "wall_s": summary["wall_s"],
+        "total_flops": summary["total_flops"],
+        "sync_flops": summary.get("flops_by_phase", {}).get("gradient_sync", {}).get("flops", 0.0),
+        **{k: summary.get(f"fusion_{k}", 0.0) for k in ("encode_s", "comm_s", "decode_s")},
+        "load_before": load_before,
     }  # fmt: skip
     print(f"{env:<14} seed {seed} {row['variant']:<10} eval {row['eval_mean']:8.1f}  sent {row['bytes_sent']:>14,.0f}"
-          f"  dense {row['dense_bytes']:>14,.0f}  sps {row['sps']:7.0f}", flush=True)  # fmt: skip
+          f"  wire {row['wire_bytes']:>14,.0f}  sps {row['sps']:7.0f}", flush=True)  # fmt: skip
     return row
 
 
-def report(rows: list[dict], command: str, load_start: str, load_end: str, args: argparse.Namespace) -> str:
-    lines = _report.machine_lines(
-        command,
-        load_start,
-        load_end,
-        [
-            f"budget: {args.steps:,} env steps per worker (2 workers: twice the data of one); "
-            f"{args.eval_episodes} evaluation episodes",
-            "workers: 2 gloo processes on this 2-core machine, one torch thread each",
-            "bytes: counted from the buffers each worker hands to all_gather / all_reduce, per worker; "
-            "dense-equivalent: the float32 payload of the same gradients",
-            "top-k: fp16 values, int16 indices (int32 for tensors above 32,767 entries), error feedback, beta 0",
-            "steps/s: env steps of all workers per second of wall-clock",
-        ],
-    )
+def _med(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def report(rows: list[dict], results: Path) -> str:
+    first = rows[0]
+    lines = [*_report.rows_lines(rows, results), *[f"- {line}" for line in [
+        f"budget: {first['steps']:,} env steps per worker (2 workers: twice the data of one); "
+        f"{first['eval_episodes']} evaluation episodes",
+        "workers: 2 gloo processes on this 2-core machine, one torch thread each",
+        "payload: the bytes each worker hands to all_gather / all_reduce; dense-equivalent: the float32 payload "
+        "of the same gradients; on the wire: what a worker sends under the ring algorithms gloo and NCCL use "
+        "(all_reduce 2(W-1)/W x payload, all_gather (W-1) x payload; `frugalrl/fusion/sync.py`)",
+        "top-k: fp16 values, int16 indices (int32 for tensors above 32,767 entries), error feedback, beta 0",
+        "sync FLOPs: element operations of encode, reduction and decode (1 FLOP each), as a share of the run's "
+        "total FLOPs; encode / comm / decode: seconds per worker in each part of the synchronisation",
+        "steps/s: env steps of all workers per second of wall-clock",
+    ]]]  # fmt: skip
     parts = ["\n".join(lines)]
     for env in dict.fromkeys(r["env"] for r in rows):
         mine = [r for r in rows if r["env"] == env]
-        dense_eval = statistics.median(r["eval_mean"] for r in mine if r["variant"] == "dense")
+        dense = [r for r in mine if r["variant"] == "dense"]
+        by_seed = {r["seed"]: r for r in dense}
         table = []
         for variant in dict.fromkeys(r["variant"] for r in mine):
             sel = [r for r in mine if r["variant"] == variant]
-            sent = statistics.median(r["bytes_sent"] for r in sel)
-            dense = statistics.median(r["dense_bytes"] for r in sel)
             evals = [r["eval_mean"] for r in sel]
+            per_seed = [r["eval_mean"] / by_seed[r["seed"]]["eval_mean"] for r in sel
+                        if r["seed"] in by_seed and by_seed[r["seed"]]["eval_mean"]]  # fmt: skip
+            ratio = (f"{statistics.median(evals) / _med(dense, 'eval_mean'):.3f} / {statistics.median(per_seed):.3f}"
+                     if dense and per_seed else "-")  # fmt: skip
+            sent, wire = _med(sel, "bytes_sent"), _med(sel, "wire_bytes")
+            dense_wire = _med(dense, "wire_bytes") if dense else 0.0
+            sync = statistics.median(r["sync_flops"] / r["total_flops"] for r in sel) if sent else None
             table.append([
-                variant, len(sel), _report.fmt_mmm(evals, "{:.1f}"),
-                f"{statistics.median(evals) / dense_eval:.3f}" if dense_eval else "-",
-                f"{sent:,.0f}" if sent else "-", f"{(1 - sent / dense) * 100:.1f}%" if dense else "-",
-                f"{dense / sent:.1f}x" if sent else "-", f"{statistics.median(r['sps'] for r in sel):,.0f}",
+                variant, len(sel), _report.fmt_mmm(evals, "{:.1f}"), ratio,
+                f"{sent:,.0f}" if sent else "-", f"{wire:,.0f}" if wire else "-",
+                f"{(1 - wire / dense_wire) * 100:.1f}%" if wire and dense_wire else "-",
+                f"{sync:.2%}" if sync is not None else "-",
+                " / ".join(f"{_med(sel, k):.1f}" for k in ("encode_s", "comm_s", "decode_s")) if sent else "-",
+                f"{_med(sel, 'sps'):,.0f}",
             ])  # fmt: skip
-        header = ["variant", "seeds", "eval return", "return / dense", "bytes sent per worker",
-                  "fewer bytes than dense", "compression", "steps/s (all workers)"]  # fmt: skip
+        header = ["variant", "seeds", "eval return", "return / dense (of medians / per seed)", "payload per worker",
+                  "on the wire per worker", "fewer wire bytes than dense", "sync FLOPs / total",
+                  "encode / comm / decode s", "steps/s (all workers)"]  # fmt: skip
         parts.append(f"**{env}**\n\n" + _report.markdown_table(header, table))
     return "\n\n".join(parts)
 
@@ -97,27 +116,25 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50_000, help="env steps per worker")
     parser.add_argument("--topk", type=float, nargs="+", default=[0.2, 0.01])
     parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "fusion.json")
-    parser.add_argument("--report-only", action="store_true")
-    parser.add_argument("--write", action="store_true")
+    _report.add_output_args(parser, "fusion")
     args = parser.parse_args()
-    command = _report.command_line()
-    load_start = _report.load_average()
     if args.report_only:
-        rows = json.loads(args.results.read_text())
+        rows = _report.newest_batch(_report.read_rows(args.results))
+        if not rows:
+            sys.exit(f"no rows in {args.results}")
     else:
+        common = _report.batch_common(steps=args.steps, eval_episodes=args.eval_episodes)
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
             for env in args.envs:
                 for seed in range(1, args.seeds + 1):
                     variants = [("single", 1.0), ("dense", 1.0), *[("topk", k) for k in args.topk]]
                     for variant, topk in variants:
-                        rows.append(run(env, seed, variant, topk, args.steps, args.eval_episodes, Path(tmp)))
-                        args.results.write_text(json.dumps(rows, indent=1))
-    text = report(rows, command, load_start, _report.load_average(), args)
-    print(text)
-    if args.write:
-        _report.write_section("fusion", text)
+                        row = _report.stamp(common, **run(env, seed, variant, topk, args.steps, args.eval_episodes,
+                                                           Path(tmp)))  # fmt: skip
+                        _report.append_row(args.results, row)
+                        rows.append(row)
+    _report.emit("fusion", report(rows, args.results), args)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,7 @@ pretraining FLOPs. One process, one torch thread, everything sequential.
 from __future__ import annotations
 
 import argparse
-import json
-import tempfile
+import sys
 import time
 from pathlib import Path
 
@@ -35,8 +34,10 @@ def run(args: argparse.Namespace) -> list[dict]:
     base = load_config(CONFIG, [f"latent.pretrain_updates={args.updates}", f"latent.collect_steps={args.frames}"])
     data = collect_frames(base)
     probe_data = collect_frames(base, steps=args.probe_frames, seed=777)
+    common = _report.batch_common(frames=args.frames, updates=args.updates, probe_frames=args.probe_frames)
     rows, ceiling = [], None
     for objective, dim in args.variants:
+        load_before = _report.load_average()
         config = load_config(
             CONFIG,
             [
@@ -54,9 +55,11 @@ def run(args: argparse.Namespace) -> list[dict]:
         )
         if ceiling is None:
             ceiling = {k: probe[k] for k in probe if k.startswith(("r2_cnn", "ball_ceiling", "paddle_ceiling"))}
-        row = {"objective": objective, "latent_dim": dim, "train_s": round(train_s, 1), **metrics, **probe, **ceiling}
+        figures = {**metrics, **probe, **ceiling, "objective": objective, "latent_dim": dim}
+        row = _report.stamp(common, **figures, config_hash=config.hash(), train_s=round(train_s, 1),
+                            load_before=load_before)  # fmt: skip
+        _report.append_row(args.results, row)
         rows.append(row)
-        args.results.write_text(json.dumps(rows, indent=1))
         print(
             f"{objective:<9} d={dim:<3} psnr {row['psnr_db']:6.2f}  ball mlp {row['ball_r2_mlp']:.3f} "
             f"lin {row['ball_r2_linear']:.3f}  paddle {row['paddle_r2_mlp']:.3f}  "
@@ -66,7 +69,13 @@ def run(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
-def report(rows: list[dict], command: str, load_start: str, load_end: str, args: argparse.Namespace) -> str:
+def _vs_copy(row: dict, k: int) -> str:
+    """k-step latent error of the world model over that of predicting "no change" ("-": too few frames)."""
+    model, copy = row.get(f"latent_error_{k}"), row.get(f"latent_error_{k}_copy")
+    return "-" if model is None or copy is None else f"{model / max(copy, 1e-12):.2f}"
+
+
+def report(rows: list[dict], results: Path) -> str:
     table = []
     for r in rows:
         half = r["ball_r2_mlp"] >= 0.5 * r["ball_ceiling_r2"]
@@ -78,28 +87,25 @@ def report(rows: list[dict], command: str, load_start: str, load_end: str, args:
                 f"{r['ball_r2_linear']:.3f}",
                 f"{r['ball_r2_mlp']:.3f}",
                 f"{r['paddle_r2_mlp']:.3f}",
-                f"{r['latent_error_1'] / max(r['latent_error_1_copy'], 1e-12):.2f}",
-                f"{r['latent_error_10'] / max(r['latent_error_10_copy'], 1e-12):.2f}",
+                _vs_copy(r, 1),
+                _vs_copy(r, 10),
                 f"{r['pretrain_flops'] / 1e12:.2f}",
                 "yes" if r["psnr_db"] >= 30 and half and r["paddle_r2_mlp"] >= 0.9 else "no",
             ]
         )
     c = rows[0]
-    lines = _report.machine_lines(
-        command,
-        load_start,
-        load_end,
+    lines = [*_report.rows_lines(rows, results), *(f"- {line}" for line in
         [
-            f"data: {args.frames} random-play frames for training ({args.updates} encoder updates of 64), "
-            f"{args.probe_frames} other random-play frames for the probes (ball out of play dropped), "
+            f"data: {c['frames']} random-play frames for training ({c['updates']} encoder updates of 64), "
+            f"{c['probe_frames']} other random-play frames for the probes (ball out of play dropped), "
             "later 20% of every game held out",
             f"supervised CNN ceiling (same probe frames): ball R^2 {c['ball_ceiling_r2']:.3f} "
             f"(x {c['r2_cnn_ball_x']:.3f}, y {c['r2_cnn_ball_y']:.3f}), paddle {c['paddle_ceiling_r2']:.3f}",
             "world-model error columns: latent MSE of the prediction divided by the MSE of predicting "
             "'no change' (below 1 = the model predicts something)",
             "acceptance: PSNR >= 30 dB, ball MLP R^2 >= half the ceiling, paddle R^2 >= 0.9",
-        ],
-    )
+            "pretrain TFLOPs: the encoder (and world model) pretraining as the meter counts it (`pretrain` kind)",
+        ])]  # fmt: skip
     header = [
         "objective", "latent dim", "PSNR dB", "ball R^2 (linear)", "ball R^2 (MLP)", "paddle R^2 (MLP)",
         "1-step error / copy", "10-step error / copy", "pretrain TFLOPs", "acceptance",
@@ -120,17 +126,12 @@ def main() -> None:
         type=lambda s: (s.split(":")[0], int(s.split(":")[1])),
         help="objective:latent_dim, e.g. recon:32 dynamics:64",
     )
-    parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "latent_encoders.json")
-    parser.add_argument("--report-only", action="store_true")
-    parser.add_argument("--write", action="store_true")
+    _report.add_output_args(parser, "latent_encoders")
     args = parser.parse_args()
-    command = _report.command_line()
-    load_start = _report.load_average()
-    rows = json.loads(args.results.read_text()) if args.report_only else run(args)
-    text = report(rows, command, load_start, _report.load_average(), args)
-    print(text)
-    if args.write:
-        _report.write_section("latent_encoders", text)
+    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
+    if not rows:
+        sys.exit(f"no rows in {args.results}")
+    _report.emit("latent_encoders", report(rows, args.results), args)
 
 
 if __name__ == "__main__":

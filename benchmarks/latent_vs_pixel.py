@@ -54,6 +54,7 @@ DESCRIPTIONS = {
 }
 TRANSFER = {"from_frozen": "Breakout encoder, frozen", "from_finetune": "Breakout encoder, fine-tuned on Pong"}
 _lock = threading.Lock()
+RESULTS = _report.RESULTS_DIR / "latent_vs_pixel.jsonl"
 _encoders: dict[int, tuple[threading.Event, list[Path]]] = {}
 
 
@@ -113,15 +114,18 @@ def run_chain(game: str, seed: int, args: argparse.Namespace, results: list, wor
             "eval_mean": summary["eval_mean"],
             "real_env_steps": summary["real_env_steps"],
             "virtual_env_steps": summary["virtual_env_steps"],
-            "train_flops": summary["train_flops"] + (pretrain["train_flops"] if pretrain else 0.0),
-            "pretrain_flops": pretrain["train_flops"] if pretrain else 0.0,
+            # total: learning, acting (frame encoding included) and the encoder's pretraining, as the meter counts them
+            "train_flops": summary["total_flops"],
+            "pretrain_flops": summary["pretrain_flops"],
+            "config_hash": summary["config_hash"],
             "train_s": summary["wall_s"] - summary["eval_s"] + (pretrain["wall_s"] if pretrain else 0.0),
             "first_score": first,
             "steps_to_threshold": reached,
         }
+        row = _report.stamp(args.common, **row)
         with _lock:
             results.append(row)
-            args.results.write_text(json.dumps(results, indent=1))
+            _report.append_row(args.results, row)
             print(
                 f"{game:<16} seed {seed}  {variant:<8} eval {row['eval_mean']:7.2f}  real {row['real_env_steps']:>8,} "
                 f"virtual {row['virtual_env_steps']:>9,}  TFLOPs {row['train_flops'] / 1e12:8.2f}  "
@@ -155,11 +159,21 @@ def run_chain(game: str, seed: int, args: argparse.Namespace, results: list, wor
             record(variant, run_dir, breakout)
 
 
-def report(results: list[dict], command: str, load_start: str, load_end: str, args: argparse.Namespace) -> str:
-    lines = _report.machine_lines(
-        command,
-        load_start,
-        load_end,
+NO_ROWS = (
+    "_No rows in `benchmarks/results/latent_vs_pixel.jsonl` yet. The figures this section held were measured before "
+    "per-run rows were kept and under the old meter (which billed frame encoding as training and left pixel PPO's "
+    "acting out); they stay below this table's place, marked as archived. Issue 20 re-measures this comparison "
+    "on the Atari-100k protocol._"
+)
+
+
+def report(results: list[dict], args: argparse.Namespace) -> str:
+    if not results:
+        return NO_ROWS
+    first = results[0]
+    args = argparse.Namespace(**{k: first.get(k, getattr(args, k)) for k in
+                                 ("steps", "eval_episodes", "collect_steps", "pretrain_updates")})  # fmt: skip
+    lines = [*_report.rows_lines(results, RESULTS), *(f"- {line}" for line in
         [
             f"budget: {args.steps:,} real env steps per run; {args.eval_episodes} evaluation episodes "
             "(sticky actions, stochastic policy) per run",
@@ -168,8 +182,9 @@ def report(results: list[dict], command: str, load_start: str, load_end: str, ar
             "latent rows include their encoder + world-model pretraining (FLOPs and seconds); "
             "the pretraining frames are random play and are not counted as training env steps",
             "FLOPs ratio and time ratio are per seed against pixel PPO, then the median over seeds",
-        ],
-    )
+            "FLOPs: total (learning, acting with frame encoding, and the shared encoder's pretraining, listed in "
+            "every latent run that used it)",
+        ])]  # fmt: skip
     parts = ["\n".join(lines)]
     for game in dict.fromkeys(r["game"] for r in results):
         rows = [r for r in results if r["game"] == game]
@@ -234,15 +249,17 @@ def main() -> None:
     parser.add_argument("--transfer", action="store_true", help="Pong from the Breakout encoder too")
     parser.add_argument("--transfer-threshold", type=float, default=-20.0, help="Pong training score to reach")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "latent_vs_pixel.json")
-    parser.add_argument("--report-only", action="store_true")
-    parser.add_argument("--write", action="store_true")
+    _report.add_output_args(parser, "latent_vs_pixel")
     args = parser.parse_args()
-    command = _report.command_line()
-    load_start = _report.load_average()
     if args.report_only:
-        results = json.loads(args.results.read_text())
+        results = _report.newest_batch(_report.read_rows(args.results))
     else:
+        args.common = _report.batch_common(
+            steps=args.steps,
+            eval_episodes=args.eval_episodes,
+            collect_steps=args.collect_steps,
+            pretrain_updates=args.pretrain_updates,
+        )
         results: list[dict] = []
         with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.workers) as pool:
             jobs = [
@@ -252,10 +269,7 @@ def main() -> None:
             ]
             for job in jobs:
                 job.result()
-    text = report(results, command, load_start, _report.load_average(), args)
-    print(text)
-    if args.write:
-        _report.write_section("latent_vs_pixel", text)
+    _report.emit("latent_vs_pixel", report(results, args), args)
 
 
 if __name__ == "__main__":

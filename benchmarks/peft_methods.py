@@ -20,6 +20,8 @@ from pathlib import Path
 
 import _report
 
+RESULTS = _report.RESULTS_DIR / "peft_methods.jsonl"
+
 CLAIMS = {"lora": (3.2, 98.0), "adapter": (2.8, 95.0), "prefix": (4.1, 89.0), "bitfit": (1.9, 82.0)}
 
 
@@ -27,13 +29,29 @@ def _fmt(value: str, spec: str = "{:.1f}") -> str:
     return "-" if value in ("", "None") else spec.format(float(value))
 
 
-def report(out: Path, command: str, load_start: str, load_end: str) -> str:
+NO_ROWS = (
+    "_No rows in `benchmarks/results/peft_methods.jsonl` yet. The figures this section held were measured before "
+    "per-run rows were kept; they stay below, marked as archived, until the command is run again._"
+)
+
+
+def store(out: Path, common: dict, results: Path) -> list[dict]:
+    """One row per line of the comparison's table (medians over seeds), with the comparison's summary."""
     summary = json.loads((out / "summary.json").read_text())
-    rows = list(csv.DictReader((out / "peft_table.csv").open()))
-    lines = _report.machine_lines(
-        command,
-        load_start,
-        load_end,
+    keep = ("source", "source_return", "steps", "seeds", "source_train_flops", "best_method")
+    rows = []
+    for line in csv.DictReader((out / "peft_table.csv").open()):
+        row = _report.stamp(common, **{k: summary.get(k) for k in keep}, table_row=line)
+        _report.append_row(results, row)
+        rows.append(row)
+    return rows
+
+
+def report(stored: list[dict]) -> str:
+    if not stored:
+        return NO_ROWS
+    summary, rows = stored[0], [r["table_row"] for r in stored]
+    lines = [*_report.rows_lines(stored, RESULTS), *(f"- {line}" for line in
         [
             f"source: {summary['source']} (SAC, RL Zoo settings), evaluation return {summary['source_return']:.1f} "
             "on the unchanged task",
@@ -45,8 +63,8 @@ def report(out: Path, command: str, load_start: str, load_end: str) -> str:
             "'% of the training cost' most plausibly means)",
             "every method adapts the actor and the twin critics; 'trainable %' is the actor's (the deployed policy)",
             "forgetting: the source task's return after fine-tuning against the source policy's, in %",
-        ],
-    )
+            "rows: one per line of the comparison's table (medians over seeds)",
+        ])]  # fmt: skip
     header = ["target", "method", "seeds", "return", "% of full", "FLOPs % of full", "FLOPs % of source training",
               "time % of full", "trainable %",
               "source return after", "forgetting %", "seed claim (cost % / score %)"]  # fmt: skip
@@ -72,12 +90,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "peft_methods")
-    parser.add_argument("--report-only", action="store_true")
-    parser.add_argument("--write", action="store_true")
+    _report.add_output_args(parser, "peft_methods")
     args = parser.parse_args()
-    command = _report.command_line()
-    load_start = _report.load_average()
-    if not args.report_only:
+    if args.report_only:
+        rows = _report.newest_batch(_report.read_rows(args.results))
+    else:
+        common = _report.batch_common(load_before=_report.load_average())
         sets = ["tracking.enabled=false", *args.overrides]
         sets += [f"peft.source={args.source}"] if args.source else []
         sets += [f"peft.steps={args.steps}"] if args.steps else []
@@ -85,10 +103,8 @@ def main() -> None:
         cmd = [sys.executable, "-m", "frugalrl.cli", "peft", "compare", "-c", args.config, "-o", str(args.out),
                "--workers", str(args.workers), *[a for s in sets for a in ("--set", s)]]  # fmt: skip
         subprocess.run(cmd, check=True)
-    text = report(args.out, command, load_start, _report.load_average())
-    print(text)
-    if args.write:
-        _report.write_section("peft_methods", text)
+        rows = store(args.out, common, args.results)
+    _report.emit("peft_methods", report(rows), args)
 
 
 if __name__ == "__main__":

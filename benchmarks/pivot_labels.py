@@ -11,6 +11,7 @@ evaluator pretrained on it (``pretrain_epochs`` epochs, 80/20 split).
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,51 +24,63 @@ from frugalrl.pivot.labels import spearman
 from frugalrl.pivot.pretrain import LABEL_KINDS, collect_dataset, pretrain_from_dataset
 from pivot_vs_ppo import CONFIGS
 
+HEADER = ["env", "samples", "Spearman policy_gradient vs grad_norm", "advantage vs grad_norm",
+          "policy_gradient vs advantage", "evaluator held-out Spearman: policy_gradient", "advantage",
+          "grad_norm"]  # fmt: skip
+AGREEMENT = {"pg~grad": ("policy_gradient", "grad_norm"), "adv~grad": ("advantage", "grad_norm"),
+             "pg~adv": ("policy_gradient", "advantage")}  # fmt: skip
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1"], choices=list(CONFIGS))
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args()
+
+def run(args: argparse.Namespace) -> list[dict]:
     torch.set_num_threads(1)
-    load_start = _report.load_average()
+    common = _report.batch_common()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for env_id in args.envs:
+            load_before = _report.load_average()
             config = load_config(_report.REPO_ROOT / "configs" / CONFIGS[env_id], ["tracking.enabled=false"])
             path = Path(tmp) / f"{env_id}.npz"
             info = collect_dataset(config, path, kinds=LABEL_KINDS)
             with np.load(path) as data:
                 labels = {k: torch.as_tensor(data[f"label_{k}"]) for k in LABEL_KINDS}
-            agreement = {
-                "pg~grad": spearman(labels["policy_gradient"], labels["grad_norm"]),
-                "adv~grad": spearman(labels["advantage"], labels["grad_norm"]),
-                "pg~adv": spearman(labels["policy_gradient"], labels["advantage"]),
-            }
+            agreement = {name: spearman(labels[a], labels[b]) for name, (a, b) in AGREEMENT.items()}
             learned = {}
             for kind in LABEL_KINDS:
                 config_k = load_config(
                     _report.REPO_ROOT / "configs" / CONFIGS[env_id], ["tracking.enabled=false", f"pivot.label={kind}"]
                 )
                 learned[kind] = pretrain_from_dataset(config_k, path)[1]["spearman"]
-            rows.append([env_id, f"{info['samples']:,}", *(f"{agreement[k]:.3f}" for k in agreement),
-                         *(f"{learned[k]:.3f}" for k in LABEL_KINDS)])  # fmt: skip
-            print(rows[-1], flush=True)
-    header = ["env", "samples", "Spearman policy_gradient vs grad_norm", "advantage vs grad_norm",
-              "policy_gradient vs advantage", "evaluator held-out Spearman: policy_gradient", "advantage",
-              "grad_norm"]  # fmt: skip
-    text = "\n".join([
+            row = _report.stamp(common, env_id=env_id, config_hash=config.hash(), samples=info["samples"],
+                                agreement=agreement, learned=learned, load_before=load_before)  # fmt: skip
+            _report.append_row(args.results, row)
+            rows.append(row)
+            print(row["agreement"], row["learned"], flush=True)
+    return rows
+
+
+def render(rows: list[dict], results: Path) -> str:
+    table = [[r["env_id"], f"{r['samples']:,}", *(f"{r['agreement'][k]:.3f}" for k in AGREEMENT),
+              *(f"{r['learned'][k]:.3f}" for k in LABEL_KINDS)] for r in rows]  # fmt: skip
+    return "\n".join([
         "How the three label definitions agree (rank correlation over the same states), and how well the "
         "evaluator predicts each on held-out states. `grad_norm` is the seed's gradient saliency taken "
         "literally; `policy_gradient` (the default) is its free proxy.",
         "",
-        *_report.machine_lines(_report.command_line(), load_start, _report.load_average()),
+        *_report.rows_lines(rows, results),
         "",
-        _report.markdown_table(header, rows),
+        _report.markdown_table(HEADER, table),
     ])  # fmt: skip
-    print(text)
-    if args.write:
-        _report.write_section("pivot_labels", text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1"], choices=list(CONFIGS))
+    _report.add_output_args(parser, "pivot_labels")
+    args = parser.parse_args()
+    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
+    if not rows:
+        sys.exit(f"no rows in {args.results}")
+    _report.emit("pivot_labels", render(rows, args.results), args)
 
 
 if __name__ == "__main__":

@@ -245,6 +245,8 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: render the newest batch from --results")  # fmt: skip
     parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
     args = parser.parse_args()
 
     if args.report_only:
@@ -262,6 +264,8 @@ def main() -> None:
     if args.write:
         path = _report.write_section(SECTION, text, after=AFTER)
         print(f"wrote section {SECTION} into {path}")
+    if args.check:
+        _report.check_section(SECTION, text, args.results)
 
 
 if __name__ == "__main__":

@@ -45,58 +45,82 @@ def pretrain_cartpole(workdir: Path) -> Path:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--timesteps", type=int, default=None)
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args()
-    load_start = _report.load_average()
+def run(args: argparse.Namespace) -> list[dict]:
+    common = _report.batch_common(timesteps=args.timesteps, seeds=args.seeds)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         evaluator = pretrain_cartpole(workdir)
-        spearman = json.loads((evaluator / "metrics.json").read_text())["spearman"]
+        pretrained = json.loads((evaluator / "summary.json").read_text())
+        shared = {"evaluator_spearman": pretrained["spearman"], "evaluator_flops": pretrained["total_flops"]}
         budget = [f"ppo.total_timesteps={args.timesteps}"] if args.timesteps else []
         for seed in range(1, args.seeds + 1):
             for variant, extra in (("transfer", [f"pivot.evaluator_from={evaluator}"]), ("scratch", [])):
+                load_before = _report.load_average()
                 summary = run_training(CONFIG, [f"seed={seed}", *budget, *extra], workdir)
-                rows.append({"seed": seed, "variant": variant, "eval_mean": summary["eval_mean"],
-                             "steps": steps_to_target(summary["run_dir"], TARGET),
-                             "backward": summary["backward_samples"]})  # fmt: skip
-                print(rows[-1], flush=True)
+                row = _report.stamp(common, **shared, seed=seed, variant=variant, config_hash=summary["config_hash"],
+                                    eval_mean=summary["eval_mean"], steps=steps_to_target(summary["run_dir"], TARGET),
+                                    backward=summary["backward_samples"], total_flops=summary["total_flops"],
+                                    pretrain_flops=summary["pretrain_flops"], load_before=load_before)  # fmt: skip
+                _report.append_row(args.results, row)
+                rows.append(row)
+                print({k: row[k] for k in ("seed", "variant", "eval_mean", "steps", "total_flops")}, flush=True)
+    return rows
 
+
+def render(rows: list[dict], results: Path) -> str:
     def col(variant: str, key: str) -> list[float]:
         return [r[key] for r in rows if r["variant"] == variant]
 
+    seeds = len(col("scratch", "steps"))
     finite = [t / s for t, s in zip(col("transfer", "steps"), col("scratch", "steps"), strict=True)
               if t != float("inf") and s != float("inf")]  # fmt: skip
+    own = {
+        v: [r["total_flops"] - r["pretrain_flops"] for r in rows if r["variant"] == v] for v in ("transfer", "scratch")
+    }
     table = _report.markdown_table(
-        ["evaluator", "seeds reaching -100", "env steps to -100, median (min-max)", "final eval", "backward samples"],
+        ["evaluator", "seeds reaching -100", "env steps to -100, median (min-max)", "final eval", "backward samples",
+         "run's own FLOPs (G), median"],
         [
-            [name, f"{sum(x != float('inf') for x in col(v, 'steps'))}/{args.seeds}",
+            [name, f"{sum(x != float('inf') for x in col(v, 'steps'))}/{seeds}",
              _report.fmt_mmm([x for x in col(v, "steps") if x != float("inf")] or [float("nan")]),
-             _report.fmt_mmm(col(v, "eval_mean"), "{:.1f}"), _report.fmt_mmm(col(v, "backward"))]
+             _report.fmt_mmm(col(v, "eval_mean"), "{:.1f}"), _report.fmt_mmm(col(v, "backward")),
+             f"{statistics.median(own[v]) / 1e9:,.1f}"]
             for name, v in (("pretrained on CartPole, transferred", "transfer"), ("trained from scratch", "scratch"))
         ],
     )  # fmt: skip
     ratio = f"{statistics.median(finite):.3f}" if finite else "n/a"
-    text = "\n".join([
+    first = rows[0]
+    n_transfer = len(col("transfer", "steps"))
+    return "\n".join([
         "Claim tested (PivotRL seed document): a CartPole evaluator transferred to MountainCar speeds training up "
         "by 35% after under 1000 fine-tuning steps. Measured here on CartPole -> Acrobot.",
         "",
-        *_report.machine_lines(_report.command_line(), load_start, _report.load_average()),
-        f"- CartPole evaluator: pretrained on 10k env steps, held-out Spearman {spearman:.3f}; Acrobot budget and "
-        "pivot settings: `configs/acrobot-pivot.yaml` (warm-up 4096 steps, refresh every 5 updates).",
+        *_report.rows_lines(rows, results),
+        f"- CartPole evaluator: pretrained on 10k env steps, held-out Spearman {first['evaluator_spearman']:.3f}; "
+        "Acrobot budget and pivot settings: `configs/acrobot-pivot.yaml` (warm-up 4096 steps, refresh every 5 "
+        "updates).",
+        f"- shared cost, listed once: the evaluator's pretraining (a 10k-step CartPole PPO run and the fit), "
+        f"{first['evaluator_flops'] / 1e9:,.1f} GFLOPs, used by {n_transfer} transfer runs; the table's FLOPs are "
+        "each run's own (train + inference).",
         "",
         table,
         "",
         f"- env steps to the target, transfer / scratch, paired per seed, median: {ratio}"
         " (below 1 means the transferred evaluator got there sooner).",
     ])  # fmt: skip
-    print(text)
-    if args.write:
-        _report.write_section("pivot_transfer", text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--timesteps", type=int, default=None)
+    _report.add_output_args(parser, "pivot_transfer")
+    args = parser.parse_args()
+    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
+    if not rows:
+        sys.exit(f"no rows in {args.results}")
+    _report.emit("pivot_transfer", render(rows, args.results), args)
 
 
 if __name__ == "__main__":

@@ -420,6 +420,8 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: render the newest batch per env from --results")  # fmt: skip
     parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
     args = parser.parse_args()
 
     batches: dict[str, list[dict]] = {}
@@ -458,6 +460,8 @@ def main() -> None:
     if args.write:
         path = _report.write_section(SECTION, text)
         print(f"wrote section {SECTION} into {path}")
+    if args.check:
+        _report.check_section(SECTION, text, args.results)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,8 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=7)
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
     args = parser.parse_args()
     if not args.report_only:
         import torch
@@ -148,6 +150,8 @@ def main() -> None:
     print(text)
     if args.write:
         _report.write_section("ppo_step_micro", text, after=("ppo_time_breakdown",))
+    if args.check:
+        _report.check_section("ppo_step_micro", text, RESULTS)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--set", action="append", default=[], help=argparse.SUPPRESS)
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
     args = parser.parse_args()
 
     if args.worker:
@@ -169,6 +171,8 @@ def main() -> None:
     print(text)
     if args.write:
         _report.write_section("ppo_time_breakdown", text, after=("ppo_vs_sb3",))
+    if args.check:
+        _report.check_section("ppo_time_breakdown", text, RESULTS)
 
 
 if __name__ == "__main__":

@@ -779,6 +779,8 @@ def main() -> None:
     parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
     args = parser.parse_args()
     specs = [ENVS[e] for e in dict.fromkeys(args.env)]
 
@@ -826,6 +828,8 @@ def main() -> None:
         if args.write:
             path = _report.write_section(spec.section, body, after=SECTION_AFTER.get(spec.section, ()))
             print(f"wrote section {spec.section} into {path}")
+        if args.check:
+            _report.check_section(spec.section, body, args.results)
 
 
 if __name__ == "__main__":

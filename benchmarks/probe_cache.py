@@ -5,7 +5,7 @@
 Runs ``frugalrl pretrain encoder`` with the quick profile's latent overrides twice per repeat
 in a fresh cache directory: first with an empty cache (the ceiling is trained), then with the
 ceiling cached by the first run. Wall-clock from outside the process, the run's own ``wall_s``,
-and the figures (which must be equal). Rows go to ``benchmarks/results/probe_cache.json``.
+and the figures (which must be equal). Rows go to ``benchmarks/results/probe_cache.jsonl``.
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _report import REPO_ROOT, cpu_model, git_commit, load_average
+import _report
+from _report import REPO_ROOT, load_average
 
 QUICK = ["total_real_steps=8192", "latent.collect_steps=2048", "latent.pretrain_updates=100", "eval.episodes=2",
          "env.atari.max_episode_steps=10000", "tracking.enabled=false"]  # fmt: skip
@@ -39,25 +41,65 @@ def _pretrain(out: Path, cache: Path) -> dict:
             "ball_ceiling_r2": summary["ball_ceiling_r2"], "ball_r2_mlp": summary["ball_r2_mlp"]}  # fmt: skip
 
 
+def render(rows: list[dict], results: Path) -> str:
+    cold = [r for r in rows if r["kind"] == "cold"]
+    cached = [r for r in rows if r["kind"] == "cached"]
+
+    def med(sel: list[dict], key: str) -> float:
+        return statistics.median(r[key] for r in sel)
+
+    def same(key: str) -> str:
+        return "same" if {r[key] for r in rows} == {rows[0][key]} else "differ"
+
+    table = [
+        ["ceiling trained (cold)", f"{med(cold, 'wall_s'):.1f} s", f"{med(cold, 'run_wall_s'):.1f} s",
+         f"{med(cold, 'ball_ceiling_r2'):.4f}", f"{med(cold, 'ball_r2_mlp'):.4f}"],
+        ["ceiling cached", f"{med(cached, 'wall_s'):.1f} s", f"{med(cached, 'run_wall_s'):.1f} s",
+         f"{med(cached, 'ball_ceiling_r2'):.4f}", f"{med(cached, 'ball_r2_mlp'):.4f}"],
+        ["cached / cold", f"**{med(cached, 'wall_s') / med(cold, 'wall_s'):.2f}x**",
+         f"{med(cached, 'run_wall_s') / med(cold, 'run_wall_s'):.2f}x", same("ball_ceiling_r2"), same("ball_r2_mlp")],
+    ]  # fmt: skip
+    repeats = len(cold)
+    note = (
+        "one repeat, so the ratio of medians and the median of per-run ratios are the same figure"
+        if repeats == 1
+        else f"{repeats} repeats; ratios of medians"
+    )
+    header = ["run", "wall-clock (outside)", "run's own wall_s", "ball ceiling R^2", "ball probe R^2 (MLP)"]
+    return "\n".join([
+        *_report.rows_lines(rows, results),
+        f"- `frugalrl pretrain encoder` with the quick profile's latent overrides, first with an empty cache, then "
+        f"with the ceiling cached by the first run; {note}",
+        "",
+        _report.markdown_table(header, table),
+    ])  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1)
+    _report.add_output_args(parser, "probe_cache")
     args = parser.parse_args()
-    rows = []
-    for repeat in range(args.repeats):
-        work = Path(tempfile.mkdtemp(prefix="probe-cache-"))
-        try:
-            for kind in ("cold", "cached"):
-                row = {"repeat": repeat, "kind": kind, "load_before": load_average(), **_pretrain(work / kind, work)}
-                rows.append(row)
-                print(json.dumps(row))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    out = REPO_ROOT / "benchmarks" / "results" / "probe_cache.json"
-    record = {"command": " ".join(["python benchmarks/probe_cache.py", *sys.argv[1:]]), "commit": git_commit(),
-              "cpu": cpu_model(), "load_after": load_average(), "rows": rows}  # fmt: skip
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"rows: {out}")
+    if args.report_only:
+        rows = _report.newest_batch(_report.read_rows(args.results))
+    else:
+        common = _report.batch_common()
+        rows = []
+        for repeat in range(args.repeats):
+            work = Path(tempfile.mkdtemp(prefix="probe-cache-"))
+            try:
+                for kind in ("cold", "cached"):
+                    load_before = load_average()
+                    row = _report.stamp(common, repeat=repeat, kind=kind, load_before=load_before,
+                                        **_pretrain(work / kind, work))  # fmt: skip
+                    _report.append_row(args.results, row)
+                    rows.append(row)
+                    print(json.dumps({k: row[k] for k in ("kind", "wall_s", "ball_ceiling_r2")}))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    if not rows:
+        sys.exit(f"no rows in {args.results}")
+    _report.emit("probe_cache", render(rows, args.results), args)
 
 
 if __name__ == "__main__":

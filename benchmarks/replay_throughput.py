@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -86,52 +88,69 @@ def measure(store: str, kind: str, data: list[tuple], draws: int, rng: np.random
     return {"add": add_rate, "sample": sample_rate, "bytes_per_transition": nbytes / size}
 
 
+def run(args: argparse.Namespace) -> list[dict]:
+    KINDS["vector"]["capacity"], KINDS["atari"]["capacity"] = args.vector_capacity, args.atari_capacity
+    common = _report.batch_common(rounds=args.rounds, draws=args.draws, vector_capacity=args.vector_capacity,
+                                  atari_capacity=args.atari_capacity)  # fmt: skip
+    rng = np.random.default_rng(0)
+    rows = []
+    for kind, spec in KINDS.items():
+        data = _data(kind, spec["capacity"] // N, rng)  # fills the store exactly
+        for round_ in range(args.rounds):
+            for store in STORES if round_ % 2 == 0 else reversed(STORES):  # alternate the order
+                load_before = _report.load_average()
+                figures = measure(store, kind, data, args.draws, rng)
+                row = _report.stamp(common, kind=kind, store=store, round=round_, **figures, load_before=load_before)
+                _report.append_row(args.results, row)
+                rows.append(row)
+                print(f"{kind:<7} {store:<12} add {row['add']:>12,.0f}/s  sample {row['sample']:>12,.0f}/s", flush=True)
+    return rows
+
+
+def _ratios(mine: list[dict], base: list[dict], key: str) -> str:
+    """``ratio of medians / median of per-round ratios`` against SB3."""
+    of_medians = statistics.median(r[key] for r in mine) / statistics.median(r[key] for r in base)
+    by_round = {r["round"]: r[key] for r in base}
+    per_round = statistics.median(r[key] / by_round[r["round"]] for r in mine)
+    return f"{of_medians:.2f} / {per_round:.2f}"
+
+
+def render(all_rows: list[dict], results: Path) -> str:
+    first = all_rows[0]
+    rows = []
+    for kind in dict.fromkeys(r["kind"] for r in all_rows):
+        base = [r for r in all_rows if r["kind"] == kind and r["store"] == "sb3"]
+        for store in STORES:
+            mine = [r for r in all_rows if r["kind"] == kind and r["store"] == store]
+            add, sample = statistics.median(r["add"] for r in mine), statistics.median(r["sample"] for r in mine)
+            name = "SB3 ReplayBuffer" if store == "sb3" else f"frugalrl {store}"
+            rows.append([kind, name, f"{add:,.0f}", _ratios(mine, base, "add"), f"{sample:,.0f}",
+                         _ratios(mine, base, "sample"), f"{mine[0]['bytes_per_transition']:,.0f}"])  # fmt: skip
+    lines = [
+        *_report.rows_lines(all_rows, results),
+        f"- {first['rounds']} rounds, store order alternating; N = {N} envs per add; stores filled to capacity "
+        f"(vector {first['vector_capacity']:,}, Atari {first['atari_capacity']:,} transitions); {first['draws']} "
+        "draws of 256 (vector) / 32 (Atari) per round",
+        "- frugalrl prioritized and tiered draws include the priority update after each draw",
+        "- ratios: ratio of medians / median of per-round ratios",
+    ]
+    header = ["obs", "store", "add (transitions/s)", "add / SB3", "sample (transitions/s)", "sample / SB3",
+              "bytes per transition"]  # fmt: skip
+    return "\n".join(lines) + "\n\n" + _report.markdown_table(header, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--vector-capacity", type=int, default=100_000)
     parser.add_argument("--atari-capacity", type=int, default=50_000)
-    parser.add_argument("--write", action="store_true")
+    _report.add_output_args(parser, "replay_throughput")
     args = parser.parse_args()
-    KINDS["vector"]["capacity"], KINDS["atari"]["capacity"] = args.vector_capacity, args.atari_capacity
-    command, load_start = _report.command_line(), _report.load_average()
-    rng = np.random.default_rng(0)
-    results: dict[tuple[str, str], list[dict]] = {}
-    for kind, spec in KINDS.items():
-        data = _data(kind, spec["capacity"] // N, rng)  # fills the store exactly
-        for round_ in range(args.rounds):
-            for store in STORES if round_ % 2 == 0 else reversed(STORES):  # alternate the order
-                results.setdefault((kind, store), []).append(measure(store, kind, data, args.draws, rng))
-                row = results[(kind, store)][-1]
-                print(f"{kind:<7} {store:<12} add {row['add']:>12,.0f}/s  sample {row['sample']:>12,.0f}/s", flush=True)
-    rows = []
-    for kind in KINDS:
-        base_add = statistics.median(r["add"] for r in results[(kind, "sb3")])
-        base_sample = statistics.median(r["sample"] for r in results[(kind, "sb3")])
-        for store in STORES:
-            mine = results[(kind, store)]
-            add, sample = statistics.median(r["add"] for r in mine), statistics.median(r["sample"] for r in mine)
-            name = "SB3 ReplayBuffer" if store == "sb3" else f"frugalrl {store}"
-            rows.append([kind, name, f"{add:,.0f}", f"{add / base_add:.2f}", f"{sample:,.0f}",
-                         f"{sample / base_sample:.2f}", f"{mine[0]['bytes_per_transition']:,.0f}"])  # fmt: skip
-    lines = _report.machine_lines(
-        command,
-        load_start,
-        _report.load_average(),
-        [
-            f"{args.rounds} rounds, store order alternating; N = {N} envs per add; stores filled to capacity "
-            f"(vector {args.vector_capacity:,}, Atari {args.atari_capacity:,} transitions); {args.draws} draws "
-            "of 256 (vector) / 32 (Atari) per round",
-            "frugalrl prioritized and tiered draws include the priority update after each draw",
-        ],
-    )
-    header = ["obs", "store", "add (transitions/s)", "add / SB3", "sample (transitions/s)", "sample / SB3",
-              "bytes per transition"]  # fmt: skip
-    text = "\n".join(lines) + "\n\n" + _report.markdown_table(header, rows)
-    print(text)
-    if args.write:
-        _report.write_section("replay_throughput", text)
+    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
+    if not rows:
+        sys.exit(f"no rows in {args.results}")
+    _report.emit("replay_throughput", render(rows, args.results), args)
 
 
 if __name__ == "__main__":

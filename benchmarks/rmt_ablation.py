@@ -190,8 +190,11 @@ def _vs_plain(by: dict, variant: str, seeds: list[int], key: str) -> str:
 
 def _ratio(by: dict, variant: str, seeds: list[int], key: str) -> str:
     """``ratio of medians / median of per-seed ratios`` of ``key`` against plain."""
-    pairs = [(by[(variant, s)][key], by[("plain", s)][key]) for s in seeds
-             if (variant, s) in by and ("plain", s) in by and by[(variant, s)].get(key) and by[("plain", s)].get(key)]
+    pairs = [
+        (by[(variant, s)][key], by[("plain", s)][key])
+        for s in seeds
+        if (variant, s) in by and ("plain", s) in by and by[(variant, s)].get(key) and by[("plain", s)].get(key)
+    ]
     if not pairs:
         return "-"
     of_medians = statistics.median(a for a, _ in pairs) / statistics.median(b for _, b in pairs)
@@ -203,7 +206,7 @@ def report(results: list[dict], results_path: Path = RESULTS) -> str:
     parts = [
         "Every frugalrl variant starts from the env's RMT config with all parts off, then switches on the named "
         "part(s); SB3 uses the same hyperparameters. Differences and ratios against plain are given as "
-        "*of medians / median of per-seed* figures. \"mean training return\" is the mean return of every "
+        '*of medians / median of per-seed* figures. "mean training return" is the mean return of every '
         "training episode of the run: the area under the learning curve, a sample-efficiency measure. "
         "Every variant of an env has the same env steps and gradient steps (columns 3 and 4)."
     ]
@@ -245,9 +248,7 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true", help="skip SB3 and frugalrl PPO")
     parser.add_argument("--steps", type=int, default=None, help="override every env's budget")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--report-only", action="store_true", help="render the newest batch per env, run nothing")
-    parser.add_argument("--write", action="store_true")
+    _report.add_output_args(parser, "rmt_ablation")
     args = parser.parse_args()
     if args.report_only:
         stored = _report.read_rows(args.results)
@@ -261,10 +262,9 @@ def main() -> None:
                     for seed in range(args.first_seed, args.first_seed + args.seeds) for env in args.envs]  # fmt: skip
             for job in jobs:
                 job.result()
-    text = report(results, args.results)
-    print(text)
-    if args.write:
-        _report.write_section("rmt_ablation", text)
+    if not results:
+        sys.exit(f"no rows in {args.results}")
+    _report.emit("rmt_ablation", report(results, args.results), args)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,29 @@ Every technique in frugalrl claims a saving; the saving is a ratio of two ``Cost
 readings. Counts (env steps, samples, FLOPs) are exact and noise-free; times and memory
 are reported beside them.
 
-FLOPs are measured, not estimated: the first time a phase (acting, a training forward, a
-training backward) runs, ``measure_flops`` runs it under ``torch.utils.flop_counter`` and
-records FLOPs per sample; afterwards the meter multiplies by the sample counts.
+Every metered phase is one of three kinds, the same for every learner and technique, so two
+runs are compared on the same items:
+
+- ``train``: learning. The learner's forward and backward passes and a technique's own learning
+  (target networks, the actor of SAC, a world-model refit, an importance evaluator's fit and labels).
+- ``inference``: acting and seeing. The policy's action forward, encoding real frames into
+  latents, stepping a world model, scoring states with an importance evaluator.
+- ``pretrain``: making an artifact a run starts from (an encoder, a world model, an evaluator, a
+  source policy). Done inside the run, it is metered like the rest; loaded from elsewhere, its
+  cost comes with the artifact (``add_pretrained``) and is listed by name, so a table over many
+  runs can list one shared artifact once, with the number of runs that used it.
+
+``total_flops`` is the sum of the three.
+
+How FLOPs are counted (the one place this is said): the first time a phase runs,
+``run_counted`` runs it under ``torch.utils.flop_counter.FlopCounterMode`` and records FLOPs per
+sample; afterwards the meter multiplies by the sample counts (a phase's cost is linear in its
+samples). ``FlopCounterMode`` counts matrix multiplications and convolutions (2 FLOPs per
+multiply-add); elementwise operations (activations, losses, optimizer updates, normalisation) are
+excluded for every contender alike. Work with no matmul at all (gradient fusion's top-k encode and
+decode) is counted by its own formula where it happens, and says so. A phase counted with samples
+but no measured FLOPs is an error in the meter, not a free phase: ``unmeasured_phases`` names them,
+and the tests require it empty.
 """
 
 from __future__ import annotations
@@ -22,6 +42,20 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 T = TypeVar("T")
+
+TRAIN, INFERENCE, PRETRAIN = "train", "inference", "pretrain"
+KINDS = (TRAIN, INFERENCE, PRETRAIN)
+
+# The kind of a phase counted without naming one (every other phase is ``train``).
+PHASE_KINDS = {
+    "act": INFERENCE,
+    "encode": INFERENCE,
+    "world_model_step": INFERENCE,
+    "evaluator_score": INFERENCE,
+    "encoder_train": PRETRAIN,
+    "encoder_infer": PRETRAIN,
+    "world_model_pretrain": PRETRAIN,
+}
 
 
 def count_flops(fn: Callable[[], T]) -> tuple[int, T]:
@@ -66,10 +100,13 @@ class CostMeter:
     # Optimizer steps of the learner: at small network sizes each costs a near-fixed time
     # (per-operation overhead), so this, not the sample count, predicts the learner's seconds.
     optimizer_steps: int = 0
-    # Samples of auxiliary training work (e.g. an importance evaluator), by phase; their FLOPs
-    # count into train_flops, since a technique's overhead is part of what it costs.
+    # Samples of every other phase (a technique's own work), by phase, and each phase's kind when
+    # the caller named one (else ``PHASE_KINDS``): a technique's overhead is part of what it costs.
     aux_samples: dict[str, int] = field(default_factory=dict)
+    phase_kinds: dict[str, str] = field(default_factory=dict)
     flops_per_sample: dict[str, float] = field(default_factory=dict)
+    # Artifacts made elsewhere that this run starts from: name -> their total FLOPs (None: unknown).
+    pretrained: dict[str, float | None] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=lambda: {"env": 0.0, "act": 0.0, "learn": 0.0})
     started: float = field(default_factory=time.perf_counter)
     wall_offset: float = 0.0  # seconds spent before a resume
@@ -90,9 +127,20 @@ class CostMeter:
         self.flops_per_sample[phase] = flops / max(samples, 1)
         return result
 
-    def count(self, phase: str, samples: int) -> None:
-        """Add ``samples`` of auxiliary training work done in ``phase``."""
+    def count(self, phase: str, samples: int, kind: str | None = None) -> None:
+        """Add ``samples`` of work done in ``phase`` (of ``kind``; default ``PHASE_KINDS`` or train)."""
+        if kind is not None:
+            if kind not in KINDS:
+                raise ValueError(f"cost kind {kind!r}: use one of {', '.join(KINDS)}")
+            self.phase_kinds[phase] = kind
         self.aux_samples[phase] = self.aux_samples.get(phase, 0) + samples
+
+    def kind_of(self, phase: str) -> str:
+        return self.phase_kinds.get(phase) or PHASE_KINDS.get(phase, TRAIN)
+
+    def add_pretrained(self, name: str, flops: float | None) -> None:
+        """An artifact this run starts from and what making it cost (``None``: not recorded with it)."""
+        self.pretrained[name] = None if flops is None else float(flops)
 
     def absorb(self, other: CostMeter, prefix: str) -> None:
         """Add the work another learner metered on its own (its own per-sample FLOPs).
@@ -103,34 +151,56 @@ class CostMeter:
         """
         self.real_env_steps += other.real_env_steps
         self.virtual_env_steps += other.virtual_env_steps
-        self.inference_samples += other.inference_samples
         self.optimizer_steps += other.optimizer_steps
-        for phase, samples in (("forward", other.forward_samples), ("backward", other.backward_samples)):
+        for phase, (kind, samples, _) in other.by_phase().items():
             self.flops_per_sample[f"{prefix}_{phase}"] = other.flops_per_sample.get(phase, 0.0)
-            self.count(f"{prefix}_{phase}", samples)
-        for phase, samples in other.aux_samples.items():
-            self.flops_per_sample[f"{prefix}_{phase}"] = other.flops_per_sample.get(phase, 0.0)
-            self.count(f"{prefix}_{phase}", samples)
+            self.count(f"{prefix}_{phase}", samples, kind)
+        self.pretrained.update(other.pretrained)
         for phase, seconds in other.seconds.items():
             self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
 
-    @property
-    def aux_flops(self) -> float:
-        return sum(self.flops_per_sample.get(phase, 0.0) * n for phase, n in self.aux_samples.items())
+    def by_phase(self) -> dict[str, tuple[str, int, float]]:
+        """Every phase with samples: ``phase -> (kind, samples, FLOPs)``."""
+        counts = {"forward": self.forward_samples, "backward": self.backward_samples, "act": self.inference_samples}
+        counts.update(self.aux_samples)
+        return {
+            phase: (self.kind_of(phase), n, self.flops_per_sample.get(phase, 0.0) * n)
+            for phase, n in counts.items()
+            if n
+        }
+
+    def flops_of(self, kind: str) -> float:
+        return sum(flops for k, _, flops in self.by_phase().values() if k == kind)
+
+    def unmeasured_phases(self) -> list[str]:
+        """Phases with samples whose FLOPs were never measured (a gap in the meter)."""
+        return [phase for phase, (_, n, flops) in self.by_phase().items() if n and flops <= 0]
 
     @property
-    def train_flops(self) -> float:
-        """Training FLOPs: the learner's forward and backward passes, plus auxiliary training work."""
-        return (
-            self.flops_per_sample.get("forward", 0.0) * self.forward_samples
-            + self.flops_per_sample.get("backward", 0.0) * self.backward_samples
-            + self.aux_flops
+    def aux_flops(self) -> float:
+        """A technique's own learning work: the ``train`` phases beyond the learner's forward and backward."""
+        return sum(
+            f for phase, (k, _, f) in self.by_phase().items() if k == TRAIN and phase not in ("forward", "backward")
         )
 
     @property
+    def train_flops(self) -> float:
+        """Learning: the learner's forward and backward passes, plus a technique's own learning work."""
+        return self.flops_of(TRAIN)
+
+    @property
     def inference_flops(self) -> float:
-        """FLOPs spent choosing actions during rollouts."""
-        return self.flops_per_sample.get("act", 0.0) * self.inference_samples
+        """Acting and seeing: action forwards, frame encoding, world-model steps, state scoring."""
+        return self.flops_of(INFERENCE)
+
+    @property
+    def pretrain_flops(self) -> float:
+        """Artifacts this run starts from: made here, or made elsewhere (their recorded cost)."""
+        return self.flops_of(PRETRAIN) + sum(f for f in self.pretrained.values() if f is not None)
+
+    @property
+    def total_flops(self) -> float:
+        return self.train_flops + self.inference_flops + self.pretrain_flops
 
     @property
     def wall_s(self) -> float:
@@ -148,6 +218,12 @@ class CostMeter:
             "train_flops": float(self.train_flops),
             "inference_flops": float(self.inference_flops),
             "aux_flops": float(self.aux_flops),
+            "pretrain_flops": float(self.pretrain_flops),
+            "total_flops": float(self.total_flops),
+            "flops_by_phase": {
+                p: {"kind": k, "samples": n, "flops": float(f)} for p, (k, n, f) in self.by_phase().items()
+            },
+            "pretrained_flops": dict(self.pretrained),
             "wall_s": round(self.wall_s, 3),
             "env_s": round(self.seconds.get("env", 0.0), 3),
             "act_s": round(self.seconds.get("act", 0.0), 3),

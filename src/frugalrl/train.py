@@ -267,6 +267,8 @@ def train(
                     )
                     raise TrainingDiverged(f"{exc}; {kept}") from None
             agent.finalize()
+            if sync is not None:
+                sync.bill(meter)
             if sync is None:
                 return finish_run(config, out, agent, meter, tracker, device)
             if rank > 0:

@@ -133,6 +133,19 @@ class FusedMLPStep:
             out.append(h)
         return out
 
+    def act_flops(self, obs: torch.Tensor) -> int:
+        """FLOPs of ``act(obs)``: NumPy's matmuls are invisible to torch's counter, so the same network is
+        counted through ``ActorCritic.act`` (same layers, same sizes), with the random state put back."""
+        from frugalrl.cost import count_flops
+
+        state = torch.get_rng_state()
+        try:
+            with torch.no_grad():
+                flops, _ = count_flops(lambda: self.policy.act(obs))
+        finally:
+            torch.set_rng_state(state)
+        return flops
+
     def act(self, obs: torch.Tensor) -> ActOutput:
         """Sample actions for a rollout step. On the CPU the few small matmuls run in NumPy, whose
         per-call overhead is a fraction of torch's at 8 x 64; random draws still come from torch's

@@ -139,6 +139,9 @@ class PPO(LearnerBase):
                 action, logprob, value, params = self.meter.run_counted(
                     "act", lambda o=obs: self._act(o), self.num_envs
                 )
+            if self.meter.flops_per_sample["act"] == 0.0 and hasattr(self.step, "act_flops"):
+                # acting outside torch (the fused step's NumPy path): counted on its torch twin
+                self.meter.flops_per_sample["act"] = self.step.act_flops(obs) / self.num_envs
             self.meter.inference_samples += self.num_envs
             self.actions[t], self.logprobs[t], self.values[t], self.dist_params[t] = action, logprob, value, params
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from frugalrl.config import ExperimentConfig
+from frugalrl.cost import CostMeter
 from frugalrl.fusion.sync import GradientFusion, make_fusion
 
 
@@ -45,6 +46,7 @@ class Synchronizer:
         sent = sum(g.bytes_sent for g in self.groups.values())
         dense = sum(g.dense_bytes for g in self.groups.values())
         steps = max((g.steps for g in self.groups.values()), default=0)
+        wire = sum(g.wire_bytes for g in self.groups.values())
         return {
             "workers": self.world_size,
             "fusion_mode": self.config.mode,
@@ -54,7 +56,21 @@ class Synchronizer:
             "compression_ratio": dense / sent if sent else 1.0,
             "bytes_sent_per_step": sent / steps if steps else 0.0,
             "sync_steps": steps,
+            "wire_bytes_per_worker": wire,
+            "wire_model": "ring: all_reduce 2(W-1)/W x payload, all_gather (W-1) x payload, per worker",
+            **{
+                f"fusion_{part}_s": round(sum(g.seconds[part] for g in self.groups.values()), 3)
+                for part in ("encode", "comm", "decode")
+            },  # fmt: skip
         }
+
+    def bill(self, meter: CostMeter) -> None:
+        """Add the synchronisation's element operations to ``meter`` (phase ``gradient_sync``, kind train)."""
+        ops = sum(g.element_ops for g in self.groups.values())
+        steps = max((g.steps for g in self.groups.values()), default=0)
+        if steps:
+            meter.flops_per_sample["gradient_sync"] = ops / steps
+            meter.count("gradient_sync", steps, "train")
 
 
 def init_distributed(config: ExperimentConfig) -> Synchronizer:

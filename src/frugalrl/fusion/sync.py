@@ -10,12 +10,28 @@ leaves the same gradient in every worker's ``p.grad``, so the optimisers stay in
   the mean. Then the seed's fusion: g_global = beta * g_global + (1 - beta) * mean, and a
   norm clip whose threshold decays over training (``clip * clip_decay ** step``; 0 = none).
 
-Bytes are counted from the tensors handed to the collective (``bytes_sent``), next to the
-float32 dense payload of the same gradients (``dense_bytes``).
+What synchronisation costs, per worker:
+
+- ``bytes_sent``: the payload handed to the collective, next to the float32 dense payload of the
+  same gradients (``dense_bytes``).
+- ``wire_bytes``: what a worker sends on the wire for the collective actually used, under the
+  ring algorithms gloo and NCCL use: ``all_reduce`` moves ``2 (W - 1) / W`` times the payload
+  per worker (reduce-scatter, then all-gather), ``all_gather`` ``(W - 1)`` times each worker's
+  payload. So top-k's saving shrinks as workers are added: against dense it sends
+  ``W * k_bytes / (2 * dense_bytes)`` of the bytes, 0.2 of them at W = 2 and k_bytes/dense 0.2,
+  0.8 at W = 8, and more than dense past W = 10.
+- ``element_ops``: element operations of the encode, reduce and decode (no matmul, so the
+  FLOP counter sees none): dense 2n per step (flatten, divide) plus the ring reduction's
+  ``(W - 1) / W * n`` adds; top-k ``5n + 3k`` to encode (residual add, magnitude, selection,
+  residual update, the zero fill; gather, cast and scatter of the k kept) and ``W (2n + k)`` to
+  decode (zero fill, scatter-add, mean), then ``2n`` momentum, ``2n`` norm clip when on. They
+  join the run's meter as the ``train`` phase ``gradient_sync`` (1 FLOP per element operation).
+- ``encode_s`` / ``comm_s`` / ``decode_s``: the seconds each part took.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -35,6 +51,14 @@ class GradientFusion(ABC):
         self.steps = 0
         self.bytes_sent = 0
         self.dense_bytes = 0
+        self.wire_bytes = 0.0
+        self.element_ops = 0.0
+        self.seconds = {"encode": 0.0, "comm": 0.0, "decode": 0.0}
+
+    def _timed(self, part: str, started: float) -> float:
+        now = time.perf_counter()
+        self.seconds[part] += now - started
+        return now
 
     def synchronize(self, params: Any) -> None:
         """Replace every ``p.grad`` by the synchronised gradient (identical on every worker)."""
@@ -54,6 +78,9 @@ class GradientFusion(ABC):
             "dense_equivalent_bytes": float(self.dense_bytes),
             "compression_ratio": self.dense_bytes / self.bytes_sent if self.bytes_sent else 1.0,
             "sync_steps": float(self.steps),
+            "wire_bytes": float(self.wire_bytes),
+            "element_ops": float(self.element_ops),
+            **{f"{part}_s": round(s, 4) for part, s in self.seconds.items()},
         }
 
 
@@ -68,12 +95,19 @@ class DenseAllReduce(GradientFusion):
     """The baseline: the mean of the flat float32 gradients, through ``all_reduce``."""
 
     def _combine(self, grads: list[torch.Tensor]) -> list[torch.Tensor]:
+        started = time.perf_counter()
         flat = torch.cat([g.reshape(-1).float() for g in grads])
-        self.bytes_sent += flat.numel() * flat.element_size()
-        self.dense_bytes += flat.numel() * 4
+        n, w = flat.numel(), self.world_size
+        self.bytes_sent += n * flat.element_size()
+        self.dense_bytes += n * 4
+        self.wire_bytes += 2 * (w - 1) / w * n * flat.element_size()
+        self.element_ops += 2 * n + (w - 1) / w * n
         wire = flat.to(collective_device())
+        started = self._timed("encode", started)
         dist.all_reduce(wire, op=dist.ReduceOp.SUM)
+        started = self._timed("comm", started)
         flat = wire.to(flat.device) / self.world_size
+        self._timed("decode", started)
         return list(flat.split([g.numel() for g in grads]))
 
 
@@ -95,6 +129,8 @@ class TopKFusion(GradientFusion):
         for m, f in zip(self.momentum, fused, strict=True):
             m.mul_(beta).add_(f, alpha=1.0 - beta)
         fused = [m.clone() for m in self.momentum]
+        n = sum(f.numel() for f in fused)
+        self.element_ops += 2 * n + (2 * n if self.config.clip > 0 else 0)
         if self.config.clip > 0:
             threshold = self.config.clip * self.config.clip_decay**self.steps
             norm = torch.sqrt(sum((f**2).sum() for f in fused))
@@ -106,13 +142,21 @@ class TopKFusion(GradientFusion):
         if self.layout is None:
             self.layout = Layout.for_tensors([g.numel() for g in grads], self.config.topk, self.value_dtype)
             self.residuals = [torch.zeros(g.numel()) for g in grads]
+        started = time.perf_counter()
         buffer = encode([g.detach().cpu() for g in grads], self.residuals, self.layout)
+        n, k, w = sum(self.layout.numels), sum(self.layout.ks), self.world_size
         self.bytes_sent += buffer.numel()
         self.dense_bytes += self.layout.dense_nbytes
+        self.wire_bytes += (w - 1) * buffer.numel()
+        self.element_ops += 5 * n + 3 * k + w * (2 * n + k)
         wire = buffer.to(collective_device())  # encoded on the CPU, sent from where the backend reads
         gathered = [torch.empty_like(wire) for _ in range(self.world_size)]
+        started = self._timed("encode", started)
         dist.all_gather(gathered, wire)
-        return [f.to(grads[0].device) for f in fuse([g.cpu() for g in gathered], self.layout)]
+        started = self._timed("comm", started)
+        fused = [f.to(grads[0].device) for f in fuse([g.cpu() for g in gathered], self.layout)]
+        self._timed("decode", started)
+        return fused
 
 
 FUSIONS: dict[str, type[GradientFusion]] = {"dense": DenseAllReduce, "topk": TopKFusion}

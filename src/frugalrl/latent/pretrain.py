@@ -126,8 +126,13 @@ def fit_world_model(
     loss_value = float("nan")
     for _ in range(steps):
         batch = sampler.batch(size)
-        z = encode(models.encoder, batch["obs"])
-        z_next = encode(models.encoder, batch["next_obs"])
+
+        @torch.no_grad()
+        def latents(b=batch) -> tuple[torch.Tensor, torch.Tensor]:
+            return encode(models.encoder, b["obs"]), encode(models.encoder, b["next_obs"])
+
+        z, z_next = meter.run_counted("encoder_infer", latents, 2 * size)
+        meter.count("encoder_infer", 2 * size)
 
         def step(b=batch, z=z, z_next=z_next) -> torch.Tensor:
             loss, _ = wm.loss(z, b["action"], z_next, b["reward"], b["done"])
@@ -136,9 +141,8 @@ def fit_world_model(
             optimizer.step()
             return loss.detach()
 
-        loss_value = float(meter.run_counted("world_model_train", step, size))
-        meter.count("world_model_train", size)
-        meter.count("encoder_infer", 2 * size)
+        loss_value = float(meter.run_counted("world_model_pretrain", step, size))
+        meter.count("world_model_pretrain", size)
     return loss_value
 
 
@@ -199,7 +203,7 @@ def train_latent_models(
         "bf16": bf16,
         "gradient_checkpointing": latent.gradient_checkpointing,
         "encoder_train_s": round(encoder_s, 2),
-        "pretrain_flops": meter.aux_flops,
+        "pretrain_flops": meter.pretrain_flops,
         **heldout_metrics(models, data, test_steps, config),
     }
     return models, metrics
@@ -288,7 +292,9 @@ def pretrain_encoder(
     if probe:
         lookup = _ceiling_in_mlflow if config.tracking.enabled else None
         metrics.update(probe_latent(models.encoder, config, ceiling_lookup=lookup))
-    models.metadata = {"env_id": config.env.id, "objective": config.latent.objective, "dataset_sha256": sha}
+    # What making these models cost travels with them: a run that loads them lists it as shared pretraining.
+    models.metadata = {"env_id": config.env.id, "objective": config.latent.objective, "dataset_sha256": sha,
+                       "pretrain_flops": meter.total_flops}  # fmt: skip
     save_latent(out / "encoder.pt", models)
     atomic_write_bytes(out / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
     summary: dict[str, Any] = {
@@ -298,7 +304,6 @@ def pretrain_encoder(
         "techniques": ["latent_pretrain"],
         **meter.summary(),
         **{k: v for k, v in metrics.items() if not isinstance(v, dict)},
-        "train_flops": meter.train_flops,
         "wall_s": round(time.perf_counter() - started, 3),
         "encoder_parameters": sum(p.numel() for p in models.encoder.parameters()),
         "mlflow_run_id": None,

@@ -10,7 +10,9 @@ is the same clipped-surrogate step whichever env produced the rollout; only the 
 differs (real vs virtual). The budget is in real env steps (``ppo.total_timesteps``, or
 ``total_real_steps``). Every ``world_model.refresh_every_updates`` real updates the world
 model is refitted on the latest real transitions and virtual episodes start from fresh real
-latents (Dyna). Encoder and world-model pretraining inside the run count into ``train_flops``.
+latents (Dyna). Encoder and world-model pretraining inside the run count into ``pretrain_flops``
+(a loaded encoder's recorded cost too); encoding real frames and stepping the world model are
+``inference``; the policy's and the world-model refit's learning are ``train`` (``frugalrl.cost``).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
                 f"latent.encoder_from {latent.encoder_from}: encoder has {spec}, the config asks for {wanted}; "
                 "set latent.latent_dim / env.atari to match it"
             )
+        # Made elsewhere, possibly shared by many runs: listed by name (None: saved before costs were kept).
+        meter.add_pretrained(f"encoder {latent.encoder_from}", models.metadata.get("pretrain_flops"))
         source_game = models.metadata.get("env_id")
         if source_game == config.env.id and latent.encoder_mode == "frozen":
             data = collect_frames(config, steps=min(latent.collect_steps, 2048))  # start latents only
@@ -74,6 +78,7 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
     else:
         data = collect_frames(config)
         models, metrics = train_latent_models(config, data, meter)
+        models.metadata.update(env_id=config.env.id, objective=latent.objective, pretrain_flops=meter.pretrain_flops)
         save_latent(out / "encoder.pt", models)
         atomic_write_bytes(out / "encoder_metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
         note = f"encoder pretrained in this run (psnr {metrics['psnr_db']} dB)"
@@ -81,7 +86,10 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
         module.eval().requires_grad_(False)
     games, times = np.meshgrid(np.arange(data.num_games), np.arange(data.steps_per_game), indexing="ij")
     frames = torch.as_tensor(data.stacked(games.ravel(), times.ravel(), int(data.meta["stack"])))
-    return models, encode(models.encoder, frames), note
+    with torch.no_grad():
+        bank = meter.run_counted("encode_start", lambda: encode(models.encoder, frames), len(frames))
+    meter.count("encode_start", len(frames), "inference")  # the virtual env's start latents: real frames, encoded
+    return models, bank, note
 
 
 def _transfer(
@@ -108,7 +116,8 @@ def _transfer(
     steps = max(1, latent.world_model.epochs * len(sampler) // (latent.batch_size * 4))
     fit_world_model(models, sampler, config, meter, steps)
     metrics = heldout_metrics(models, data, test_steps, config)
-    models.metadata = {**models.metadata, "env_id": config.env.id, "transferred_from": source_game}
+    models.metadata = {**models.metadata, "env_id": config.env.id, "transferred_from": source_game,
+                       "pretrain_flops": meter.pretrain_flops}  # fmt: skip
     save_latent(out / "encoder.pt", models)
     atomic_write_bytes(out / "encoder_metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
     return (

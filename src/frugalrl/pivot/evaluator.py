@@ -25,6 +25,9 @@ EVALUATOR_FORMAT = "frugalrl-evaluator-1"
 class ImportanceEvaluator(nn.Module):
     """MLP for vector observations, a small strided CNN for uint8 frames; sigmoid output."""
 
+    # What pretraining it cost (FLOPs, recorded in evaluator.pt); None: trained in this run, or not recorded.
+    pretrain_flops: float | None = None
+
     def __init__(self, obs_shape: tuple[int, ...], hidden: list[int], pixels: bool):
         super().__init__()
         self.obs_shape = tuple(obs_shape)
@@ -82,6 +85,7 @@ def load_evaluator(path: Path) -> ImportanceEvaluator:
     cfg = blob["config"]
     evaluator = ImportanceEvaluator(tuple(cfg["obs_shape"]), cfg["hidden"], cfg["pixels"])
     evaluator.load_state_dict(blob["state_dict"])
+    evaluator.pretrain_flops = blob.get("metadata", {}).get("pretrain_flops")
     return evaluator
 
 
@@ -93,6 +97,7 @@ def adapt_to(evaluator: ImportanceEvaluator, obs_space: Any) -> tuple[Importance
     vectors or back: nothing can transfer; a fresh evaluator is returned. The string says which.
     """
     target = build_evaluator(obs_space, evaluator.hidden)
+    target.pretrain_flops = evaluator.pretrain_flops  # paid whatever transfers
     if tuple(obs_space.shape) == evaluator.obs_shape and target.pixels == evaluator.pixels:
         return evaluator, "all layers transferred"
     if target.pixels or evaluator.pixels:

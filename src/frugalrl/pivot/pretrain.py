@@ -166,7 +166,12 @@ def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | 
         collected = collect_dataset(config, dataset)
     evaluator, metrics = pretrain_from_dataset(config, dataset)
     metrics["dataset_sha256"] = sha256_file(dataset)
-    save_evaluator(out / "evaluator.pt", evaluator, {"env_id": config.env.id, "label": config.pivot.label})
+    # Collecting the labelled data (a PPO run) and fitting: what a run that loads this evaluator starts from.
+    metrics["pretrain_flops"] = collected.get("total_flops", 0.0) + metrics["fit_flops"]
+    meta = {"env_id": config.env.id, "label": config.pivot.label, "pretrain_flops": metrics["pretrain_flops"]}
+    if not collected:
+        meta["pretrain_flops_note"] = "fit only: the dataset was collected elsewhere"
+    save_evaluator(out / "evaluator.pt", evaluator, meta)
     atomic_write_bytes(out / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
     summary: dict[str, Any] = {
         "env_id": config.env.id,
@@ -175,6 +180,7 @@ def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | 
         "techniques": ["pivot_pretrain"],
         **{k: v for k, v in collected.items() if k not in ("path", "labels", "env_id", "sha256")},
         **{f"evaluator_{k}" if k in ("epochs", "label") else k: v for k, v in metrics.items()},
+        "total_flops": metrics["pretrain_flops"],  # everything here is pretraining for the runs that load it
         "wall_s": round(time.perf_counter() - started, 3),
         "evaluator_parameters": sum(p.numel() for p in evaluator.parameters()),
         "mlflow_run_id": None,

@@ -17,6 +17,8 @@ def importance(context: SelectorContext) -> SampleSelector:
 
     config = context.config
     evaluator, note = initial_evaluator(config.pivot, context.observation_space)
+    if config.pivot.evaluator_from is not None:  # its pretraining, made elsewhere, is this run's shared cost
+        context.meter.add_pretrained(f"evaluator {config.pivot.evaluator_from}", evaluator.pretrain_flops)
     print(f"pivot: {note}")
     return ImportanceSelector(
         config.pivot, evaluator, context.policy, context.meter, context.device, config.selection.packing
