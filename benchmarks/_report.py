@@ -40,33 +40,14 @@ SECTIONS = {
     "rmt_ablation": "## RMT parts as an ablation (DQN / SAC)",
     "peft_methods": "## PEFT methods: transferring a HalfCheetah policy to changed dynamics",
     "fusion": "## Top-k gradient fusion on 2 workers",
+    "pivot_labels": "## PivotRL importance labels compared",
+    "pivot_transfer": "## PivotRL evaluator transfer (CartPole -> Acrobot)",
+    "probe_cache": "## The RAM probe's CNN ceiling, computed and cached",
 }
-
-LEDGER_ROWS = (
-    # (claim (seed document), claimed, command)
-    (
-        "PivotRL: CartPole compute cut at the same score",
-        "~50% less compute, <2% return loss",
-        "`python benchmarks/pivot_vs_ppo.py --env CartPole-v1`",
-    ),
-    ("RLVR: 84x84 frames to a 32-dim latent", "reconstruction PSNR > 30 dB", "-"),
-    ("RLVR: training cost in latent space", "cost cut to 2%", "-"),
-    ("RMT: key-sample reuse", "3-5x reuse of key samples", "-"),
-    ("RMT: share of TD error in the top-10% samples", "12% -> 58%", "-"),
-    ("RMT: Pendulum return from auto-tuned learning rate", "+37%", "-"),
-    ("RMT: top-k gradient fusion", "75% less communication", "-"),
-    ("PEFT: LoRA fine-tuning", "3.2% of the cost for 98% of the score", "-"),
-)
 
 
 def _ledger() -> str:
-    rows = [[claim, claimed, "-", "not yet measured", command] for claim, claimed, command in LEDGER_ROWS]
-    table = markdown_table(["claim (seed document)", "claimed", "measured", "verdict", "command"], rows)
-    return (
-        "## Claims ledger\n\n"
-        "One row per claim of a seed document. A claim is only marked once a benchmark in this file\n"
-        "measured it side by side, as the method above describes.\n\n" + table + "\n"
-    )
+    return "## Claims ledger\n\n<!-- BEGIN claims_ledger -->\n_Rendered by `benchmarks/ledger.py`._\n<!-- END claims_ledger -->\n"
 
 
 INTRO = """# Benchmarks
@@ -372,3 +353,11 @@ def check_section(name: str, text: str, results: Path) -> None:
 def stamp(common: dict, **row: object) -> dict:
     """One finished run's row: the invocation's shared keys, the run's figures, load after and time."""
     return {**common, **row, "load_after": load_average(), "timestamp": utc_now()}
+
+
+def no_rows(name: str) -> str:
+    """The section of a benchmark whose results file has no rows yet (earlier figures are archived below it)."""
+    return (
+        f"_No rows in `benchmarks/results/{name}.jsonl` yet: nothing here can be re-rendered. Figures measured "
+        "before per-run rows were kept, if any, follow below, marked as archived._"
+    )

@@ -326,7 +326,7 @@ def main() -> None:
         parser.error("--repeats must be >= 1")
     rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
     if not rows:
-        sys.exit(f"no rows in {args.results}")
+        return _report.emit("env_throughput", _report.no_rows("env_throughput"), args)
     _report.emit("env_throughput", render(rows, args.results), args)
 
 

@@ -120,8 +120,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report_only:
         rows = _report.newest_batch(_report.read_rows(args.results))
-        if not rows:
-            sys.exit(f"no rows in {args.results}")
+
     else:
         common = _report.batch_common(steps=args.steps, eval_episodes=args.eval_episodes)
         rows = []
@@ -134,6 +133,8 @@ def main() -> None:
                                                            Path(tmp)))  # fmt: skip
                         _report.append_row(args.results, row)
                         rows.append(row)
+    if not rows:
+        return _report.emit("fusion", _report.no_rows("fusion"), args)
     _report.emit("fusion", report(rows, args.results), args)
 
 

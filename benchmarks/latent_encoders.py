@@ -130,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
     if not rows:
-        sys.exit(f"no rows in {args.results}")
+        return _report.emit("latent_encoders", _report.no_rows("latent_encoders"), args)
     _report.emit("latent_encoders", report(rows, args.results), args)
 
 

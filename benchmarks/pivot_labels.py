@@ -79,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
     if not rows:
-        sys.exit(f"no rows in {args.results}")
+        return _report.emit("pivot_labels", _report.no_rows("pivot_labels"), args)
     _report.emit("pivot_labels", render(rows, args.results), args)
 
 

@@ -107,7 +107,9 @@ def render(rows: list[dict], results: Path) -> str:
         table,
         "",
         f"- env steps to the target, transfer / scratch, paired per seed, median: {ratio}"
-        " (below 1 means the transferred evaluator got there sooner).",
+        " (below 1 means the transferred evaluator got there sooner); per seed: "
+        + (", ".join(f"{x:.2f}" for x in finite) or "n/a")
+        + f"; sooner on {sum(x < 1 for x in finite)} of {len(finite)} seeds.",
     ])  # fmt: skip
 
 
@@ -119,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
     if not rows:
-        sys.exit(f"no rows in {args.results}")
+        return _report.emit("pivot_transfer", _report.no_rows("pivot_transfer"), args)
     _report.emit("pivot_transfer", render(rows, args.results), args)
 
 

@@ -98,7 +98,7 @@ def main() -> None:
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     if not rows:
-        sys.exit(f"no rows in {args.results}")
+        return _report.emit("probe_cache", _report.no_rows("probe_cache"), args)
     _report.emit("probe_cache", render(rows, args.results), args)
 
 

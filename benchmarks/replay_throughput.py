@@ -149,7 +149,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
     if not rows:
-        sys.exit(f"no rows in {args.results}")
+        return _report.emit("replay_throughput", _report.no_rows("replay_throughput"), args)
     _report.emit("replay_throughput", render(rows, args.results), args)
 
 

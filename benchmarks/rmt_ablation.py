@@ -263,7 +263,7 @@ def main() -> None:
             for job in jobs:
                 job.result()
     if not results:
-        sys.exit(f"no rows in {args.results}")
+        return _report.emit("rmt_ablation", _report.no_rows("rmt_ablation"), args)
     _report.emit("rmt_ablation", report(results, args.results), args)
 
 

@@ -55,6 +55,7 @@ def _worker(rank: int, world: int, port: int, results: dict) -> None:
         fusion.synchronize(params)
         out[mode] = [p.grad.clone() for p in params]
         out[f"{mode}_bytes"] = (fusion.bytes_sent, fusion.dense_bytes)
+        out[f"{mode}_wire"] = (fusion.wire_bytes, fusion.element_ops, sum(fusion.seconds.values()))
     results[rank] = out
     dist.destroy_process_group()
 
@@ -73,6 +74,11 @@ def test_topk_with_k_1_and_beta_0_equals_dense_all_reduce():
     torch.testing.assert_close(results[0]["topk"][2], results[1]["topk"][2])  # the same gradient everywhere
     sent, dense = results[0]["topk_bytes"]
     assert sent == 345 * (4 + 2) and dense == 345 * 4  # k=1 sends every value plus an int16 index
+    # On the wire (ring algorithms): all_reduce 2(W-1)/W x the payload, all_gather (W-1) x each worker's.
+    dense_wire, dense_ops, dense_s = results[0]["dense_wire"]
+    topk_wire, topk_ops, topk_s = results[0]["topk_wire"]
+    assert dense_wire == 2 * (2 - 1) / 2 * 345 * 4 and topk_wire == (2 - 1) * 345 * 6
+    assert dense_ops > 0 and topk_ops > dense_ops and dense_s > 0 and topk_s > 0  # encode/decode counted and timed
 
 
 def _train(tmp_path, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -102,6 +108,8 @@ def test_two_gloo_workers_train_and_report_bytes(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["workers"] == 2 and "gradient_fusion" in summary["techniques"]
     assert summary["bytes_sent"] > 0 and summary["dense_equivalent_bytes"] > 4 * summary["bytes_sent"]
+    assert summary["wire_bytes_per_worker"] == summary["bytes_sent"]  # all_gather of 2 workers: (2 - 1) x payload
+    assert summary["flops_by_phase"]["gradient_sync"]["flops"] > 0 and summary["fusion_encode_s"] > 0
     assert summary["real_env_steps_all_workers"] == 2 * summary["real_env_steps"] == 4096
     assert not (tmp_path / "run" / "rank1" / "checkpoint.pt").exists()  # rank 0 alone checkpoints
 

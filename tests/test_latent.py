@@ -261,6 +261,9 @@ def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):
     cli_main(["pretrain", "encoder", "--config", str(config_file), "--out", str(tmp_path / "enc"), "--no-probe"])
     summary = json.loads((tmp_path / "enc" / "summary.json").read_text())
     assert summary["registered_model"] == "breakout-encoder" and summary["psnr_db"] > 0
+    # everything this command does is pretraining, and its cost travels with the encoder
+    assert summary["total_flops"] == summary["pretrain_flops"] > 0 and summary["train_flops"] == 0
+    assert load_latent(tmp_path / "enc").metadata["pretrain_flops"] == summary["total_flops"]
     assert len(summary["dataset_sha256"]) == 64
     import mlflow
 

@@ -86,8 +86,10 @@ def test_pretrain_command_writes_and_registers(tmp_path, capsys):
     config = _pivot_config(pivot={"evaluator_from": "models:/cartpole-evaluator@champion"})
     evaluator, note = initial_evaluator(config.pivot, gym.spaces.Box(-1, 1, (4,)))
     torch.testing.assert_close(evaluator(obs), from_file(obs))
-    _, note = initial_evaluator(config.pivot, gym.spaces.Box(-1, 1, (6,)))
-    assert "input layer re-initialised" in note
+    # What pretraining cost (collecting with PPO, then the fit) travels with it, adapted or not.
+    assert summary["total_flops"] == evaluator.pretrain_flops > summary["fit_flops"] > 0
+    adapted, note = initial_evaluator(config.pivot, gym.spaces.Box(-1, 1, (6,)))
+    assert "input layer re-initialised" in note and adapted.pretrain_flops == evaluator.pretrain_flops
 
 
 def test_pretrain_without_tracking_and_bad_dataset(tmp_path):

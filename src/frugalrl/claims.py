@@ -59,9 +59,10 @@ def _latent_cost(runs: Summaries, _: dict | None) -> str | None:
         return None
     steps = policy.get("real_env_steps", 0) + policy.get("virtual_env_steps", 0)
     text = (f"{policy.get('virtual_env_steps', 0) / max(steps, 1):.0%} of the policy's steps were imagined; "
-            f"its training {policy.get('train_flops', 0) / 1e9:,.1f} GFLOPs")  # fmt: skip
+            f"its learning {policy.get('train_flops', 0) / 1e9:,.1f} GFLOPs, acting (frame encoding included) "
+            f"{policy.get('inference_flops', 0) / 1e9:,.1f}")  # fmt: skip
     if encoder:
-        text += f", encoder + world-model pretraining {encoder.get('train_flops', 0) / 1e9:,.1f} GFLOPs"
+        text += f", encoder + world-model pretraining {encoder.get('total_flops', 0) / 1e9:,.1f} GFLOPs (shared)"
     return text + "; no pixel-PPO baseline in this pipeline"
 
 

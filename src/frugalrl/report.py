@@ -84,10 +84,13 @@ def _cost(runs: list[RunInput]) -> str:
             continue
         score = f"{s['eval_mean']:.2f}" if s.get("eval_mean") is not None else "-"
         techniques = ", ".join(s.get("techniques") or []) or "-"
+        flops = [f"{s.get(k, 0) / 1e9:,.2f}" for k in ("train_flops", "inference_flops", "pretrain_flops")]
+        total = s.get("total_flops", s.get("train_flops", 0))
         rows.append([run.label, s.get("algo", "-"), techniques, score, f"{s.get('real_env_steps', 0):,}",
-                     f"{s.get('virtual_env_steps', 0):,}", f"{s.get('train_flops', 0) / 1e9:,.2f}",
+                     f"{s.get('virtual_env_steps', 0):,}", *flops, f"{total / 1e9:,.2f}",
                      f"{s.get('wall_s', 0):.1f}"])  # fmt: skip
-    header = ["stage", "algo", "techniques", "eval return", "real steps", "virtual steps", "train GFLOPs", "wall s"]
+    header = ["stage", "algo", "techniques", "eval return", "real steps", "virtual steps", "learning GFLOPs",
+              "acting GFLOPs", "pretraining GFLOPs", "total GFLOPs", "wall s"]  # fmt: skip
     return _table(header, rows)
 
 
@@ -97,11 +100,11 @@ def _ratios(runs: list[RunInput], baseline: RunInput) -> str:
     for run in runs:
         s = run.summary
         ratio = {key: s.get(key, 0) / base[key] if base.get(key) else float("nan")
-                 for key in ("train_flops", "backward_samples", "wall_s")}  # fmt: skip
+                 for key in ("total_flops", "backward_samples", "wall_s")}  # fmt: skip
         returns = f"{s.get('eval_mean', 0):.2f} vs {base.get('eval_mean', 0):.2f}"
-        rows.append([run.label, f"{ratio['train_flops']:.3f}", f"{ratio['backward_samples']:.3f}",
+        rows.append([run.label, f"{ratio['total_flops']:.3f}", f"{ratio['backward_samples']:.3f}",
                      f"{ratio['wall_s']:.2f}", returns])  # fmt: skip
-    return _table(["run", "FLOPs / baseline", "backward samples / baseline", "time / baseline", "return"], rows)
+    return _table(["run", "total FLOPs / baseline", "backward samples / baseline", "time / baseline", "return"], rows)
 
 
 def _inline(text: str) -> str:

@@ -1,0 +1,60 @@
+"""Every table in docs/benchmarks.md is re-rendered from the rows kept in benchmarks/results/ (issue 19).
+
+Each benchmark script, run with ``--report-only --check``, renders its section from its results
+file alone and exits 1 unless the doc holds exactly that text; the claims ledger likewise. A
+section nobody can re-render (a hand-edited table, a script that lost its rows) fails here.
+"""
+
+from __future__ import annotations
+
+import re
+import runpy
+import sys
+
+import pytest
+
+from .conftest import REPO
+
+BENCH = REPO / "benchmarks"
+DOC = REPO / "docs" / "benchmarks.md"
+
+# script -> (its --report-only arguments beyond --report-only --check, the doc sections it renders)
+RENDERERS = {
+    "env_throughput.py": ([], ["env_throughput"]),
+    "ppo_vs_sb3.py": (
+        ["--env", "CartPole-v1", "LunarLander-v3", "HalfCheetah-v5"],
+        ["ppo_vs_sb3", "ppo_vs_sb3_lunarlander", "ppo_vs_sb3_halfcheetah"],
+    ),
+    "ppo_time_breakdown.py": ([], ["ppo_time_breakdown"]),
+    "ppo_step_micro.py": ([], ["ppo_step_micro"]),
+    "pivot_vs_ppo.py": ([], ["pivot_vs_ppo"]),
+    "pivot_pretrained.py": ([], ["pivot_pretrained"]),
+    "pivot_labels.py": ([], ["pivot_labels"]),
+    "pivot_transfer.py": ([], ["pivot_transfer"]),
+    "latent_encoders.py": ([], ["latent_encoders"]),
+    "replay_throughput.py": ([], ["replay_throughput"]),
+    "rmt_ablation.py": ([], ["rmt_ablation"]),
+    "latent_vs_pixel.py": ([], ["latent_vs_pixel"]),
+    "peft_methods.py": ([], ["peft_methods"]),
+    "fusion.py": ([], ["fusion"]),
+    "probe_cache.py": ([], ["probe_cache"]),
+    "ledger.py": ([], ["claims_ledger"]),
+}
+
+
+@pytest.mark.parametrize("script", sorted(RENDERERS))
+def test_the_doc_section_is_what_the_kept_rows_render(script, monkeypatch, capsys):
+    """``script --report-only --check``, in this process (torch is imported once for all scripts)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.setattr(sys, "argv", [str(BENCH / script), "--report-only", "--check", *RENDERERS[script][0]])
+    try:
+        runpy.run_path(str(BENCH / script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            pytest.fail(str(exc.code))
+
+
+def test_every_section_of_the_doc_has_a_renderer():
+    sections = set(re.findall(r"<!-- BEGIN (\w+) -->", DOC.read_text()))
+    rendered = {name for _, names in RENDERERS.values() for name in names}
+    assert sections == rendered, f"not rendered: {sorted(sections - rendered)}; missing: {sorted(rendered - sections)}"
