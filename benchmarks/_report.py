@@ -47,7 +47,8 @@ SECTIONS = {
 
 
 def _ledger() -> str:
-    return "## Claims ledger\n\n<!-- BEGIN claims_ledger -->\n_Rendered by `benchmarks/ledger.py`._\n<!-- END claims_ledger -->\n"
+    body = "_Rendered by `benchmarks/ledger.py`._"
+    return f"## Claims ledger\n\n<!-- BEGIN claims_ledger -->\n{body}\n<!-- END claims_ledger -->\n"
 
 
 INTRO = """# Benchmarks

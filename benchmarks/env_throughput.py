@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -13,7 +13,6 @@ pretraining FLOPs. One process, one torch thread, everything sequential.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 

@@ -120,17 +120,24 @@ def pivot_cut(env: str, claimed_cut: float, claimed_ratio: float, command: str) 
         measured = (
             f"training FLOPs (learning + evaluator; acting, equal on both sides, not in these rows) "
             f"{both(flops)} of PPO's; return above random {both(ret, '{:.3f}')} of PPO's "
-            f"(median {median([p['eval_mean'] for p, _ in pairs]):.1f} vs {median([b['eval_mean'] for _, b in pairs]):.1f}"
+            f"(median {median([p['eval_mean'] for p, _ in pairs]):.1f} vs "
+            f"{median([b['eval_mean'] for _, b in pairs]):.1f}"
             + (f"; random skip of the same size {ctrl:.1f}" if ctrl is not None else "")
             + f"); train wall-clock {both(secs)}"
         )
         at_ceiling = ctrl is not None and ctrl >= median([b["eval_mean"] for _, b in pairs])
         if cut >= claimed_cut and min(ret) >= claimed_ratio and at_ceiling:
-            verdict = "confirmed, at the ceiling (a random skip of the same size does as well: choosing states adds nothing here)"
+            verdict = (
+                "confirmed, at the ceiling (a random skip of the same size does as well: choosing states "
+                "adds nothing here)"
+            )
         elif cut >= claimed_cut and min(ret) >= claimed_ratio:
             verdict = "confirmed"
         elif cut > 0 and min(ret) >= 0.95:
-            verdict = f"partly (cut {cut:.0%} against {claimed_cut:.0%} claimed; return within 5%, not {1 - claimed_ratio:.0%})"
+            verdict = (
+                f"partly (cut {cut:.0%} against {claimed_cut:.0%} claimed; return within 5%, not "
+                f"{1 - claimed_ratio:.0%})"
+            )
         else:
             verdict = f"refuted at this budget (compute cut, but return {min(ret):.2f} of PPO's)"
         steps = batch[0]["timesteps"]
@@ -218,8 +225,8 @@ def pivot_transfer() -> Finding:
         return no_rows("pivot_transfer", command)
     by = {(r["variant"], r["seed"]): r for r in rows}
     seeds = sorted({r["seed"] for r in rows})
-    pairs = [(by[("transfer", s)]["steps"], by[("scratch", s)]["steps"]) for s in seeds
-             if by[("transfer", s)]["steps"] != float("inf") and by[("scratch", s)]["steps"] != float("inf")]  # fmt: skip
+    finite = [s for s in seeds if float("inf") not in (by[("transfer", s)]["steps"], by[("scratch", s)]["steps"])]
+    pairs = [(by[("transfer", s)]["steps"], by[("scratch", s)]["steps"]) for s in finite]
     sooner = sum(a < b for a, b in pairs)
     steps = ratios(pairs) if pairs else None
     measured = (
@@ -340,8 +347,10 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
             return no_rows("rmt_ablation", RMT_COMMAND)
         diffs = {key: [by[(variant, s)][key] - by[("plain", s)][key] for s in seeds]
                  for key in ("eval_mean", "mean_train_return")}  # fmt: skip
-        of_medians = {key: median([by[(variant, s)][key] for s in seeds]) - median([by[("plain", s)][key] for s in seeds])
-                      for key in diffs}  # fmt: skip
+        of_medians = {
+            key: median([by[(variant, s)][key] for s in seeds]) - median([by[("plain", s)][key] for s in seeds])
+            for key in diffs
+        }
         higher = {key: sum(d > 0 for d in values) for key, values in diffs.items()}
         same_work = all(by[(variant, s)]["optimizer_steps"] == by[("plain", s)]["optimizer_steps"] for s in seeds)
         plain_eval = median([by[("plain", s)]["eval_mean"] for s in seeds])
@@ -426,7 +435,8 @@ CLAIMS = [
     Claim("PivotRL", "training time cut at the same hardware", "40-60% less time, >= 98% task completion", pivot_time),
     Claim("PivotRL", "evaluator overhead", "< 5% of the main model's compute", pivot_evaluator_share),
     Claim("PivotRL", "CartPole compute cut at the same score", "52% less, 97.8 vs 98.3%",
-          pivot_cut("CartPole-v1", 0.52, 97.8 / 98.3, "python benchmarks/pivot_vs_ppo.py --env CartPole-v1 --seeds 5 --write")),
+          pivot_cut("CartPole-v1", 0.52, 97.8 / 98.3,
+                    "python benchmarks/pivot_vs_ppo.py --env CartPole-v1 --seeds 5 --write")),
     Claim("PivotRL", "LunarLander compute cut at the same score", "48% less, 88.7 vs 89.2%",
           pivot_cut("LunarLander-v3", 0.48, 88.7 / 89.2,
                     "python benchmarks/pivot_vs_ppo.py --env LunarLander-v3 --seeds 3 --write")),
@@ -434,7 +444,8 @@ CLAIMS = [
           pivot_cut("MountainCar-v0", 0.55, 94.3 / 95.1,
                     "python benchmarks/pivot_vs_ppo.py --env MountainCar-v0 --seeds 5 --write")),
     Claim("PivotRL", "importance sampling overall", "about 45% less compute, < 2% performance loss", pivot_overall),
-    Claim("PivotRL", "evaluator transfer speeds training up", "+35% (CartPole -> MountainCar), < 1000 fine-tuning steps",
+    Claim("PivotRL", "evaluator transfer speeds training up",
+          "+35% (CartPole -> MountainCar), < 1000 fine-tuning steps",
           pivot_transfer),
     Claim("PivotRL", "evaluator pretraining steadies the start", "+30% early stability", pivot_pretrain_stability),
     Claim("PivotRL", "8-node distributed efficiency", "4.2x", unmeasured(

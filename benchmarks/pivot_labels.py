@@ -11,7 +11,6 @@ evaluator pretrained on it (``pretrain_epochs`` epochs, 80/20 split).
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
