@@ -33,7 +33,8 @@ def test_kinds_add_up_to_the_total_and_an_unmeasured_phase_is_named():
     assert meter.total_flops == meter.train_flops + meter.inference_flops + meter.pretrain_flops
     assert meter.unmeasured_phases() == []
     meter.count("label", 3)  # counted, never measured: a gap the meter names
-    assert meter.unmeasured_phases() == ["label"]
+    meter.add_pretrained("encoder saved before costs were kept", None)
+    assert meter.unmeasured_phases() == ["label", "pretrained encoder saved before costs were kept"]
     with pytest.raises(ValueError, match="cost kind"):
         meter.count("x", 1, "acting")
 

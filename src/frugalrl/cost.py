@@ -173,8 +173,10 @@ class CostMeter:
         return sum(flops for k, _, flops in self.by_phase().values() if k == kind)
 
     def unmeasured_phases(self) -> list[str]:
-        """Phases with samples whose FLOPs were never measured (a gap in the meter)."""
-        return [phase for phase, (_, n, flops) in self.by_phase().items() if n and flops <= 0]
+        """Phases with samples whose FLOPs were never measured, and loaded artifacts whose cost was not
+        recorded with them (gaps in the meter, never zeros)."""
+        gaps = [phase for phase, (_, n, flops) in self.by_phase().items() if n and flops <= 0]
+        return gaps + [f"pretrained {name}" for name, flops in self.pretrained.items() if flops is None]
 
     @property
     def aux_flops(self) -> float:
