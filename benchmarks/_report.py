@@ -17,7 +17,7 @@ import shlex
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -362,3 +362,10 @@ def no_rows(name: str) -> str:
         f"_No rows in `benchmarks/results/{name}.jsonl` yet: nothing here can be re-rendered. Figures measured "
         "before per-run rows were kept, if any, follow below, marked as archived._"
     )
+
+
+def run_or_render(name: str, args: argparse.Namespace, run: Callable, render: Callable) -> None:
+    """The end of every benchmark's ``main``: the newest stored batch (``--report-only``) or a fresh run's rows,
+    rendered, then printed / written / checked (``emit``)."""
+    rows = newest_batch(read_rows(args.results)) if args.report_only else run(args)
+    emit(name, render(rows, args.results) if rows else no_rows(name), args)

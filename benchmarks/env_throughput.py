@@ -323,10 +323,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
-    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
-    if not rows:
-        return _report.emit("env_throughput", _report.no_rows("env_throughput"), args)
-    _report.emit("env_throughput", render(rows, args.results), args)
+    _report.run_or_render("env_throughput", args, run, render)
 
 
 if __name__ == "__main__":

@@ -127,10 +127,7 @@ def main() -> None:
     )
     _report.add_output_args(parser, "latent_encoders")
     args = parser.parse_args()
-    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
-    if not rows:
-        return _report.emit("latent_encoders", _report.no_rows("latent_encoders"), args)
-    _report.emit("latent_encoders", report(rows, args.results), args)
+    _report.run_or_render("latent_encoders", args, run, report)
 
 
 if __name__ == "__main__":

@@ -76,10 +76,7 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Acrobot-v1"], choices=list(CONFIGS))
     _report.add_output_args(parser, "pivot_labels")
     args = parser.parse_args()
-    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
-    if not rows:
-        return _report.emit("pivot_labels", _report.no_rows("pivot_labels"), args)
-    _report.emit("pivot_labels", render(rows, args.results), args)
+    _report.run_or_render("pivot_labels", args, run, render)
 
 
 if __name__ == "__main__":

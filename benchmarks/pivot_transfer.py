@@ -119,10 +119,7 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=None)
     _report.add_output_args(parser, "pivot_transfer")
     args = parser.parse_args()
-    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
-    if not rows:
-        return _report.emit("pivot_transfer", _report.no_rows("pivot_transfer"), args)
-    _report.emit("pivot_transfer", render(rows, args.results), args)
+    _report.run_or_render("pivot_transfer", args, run, render)
 
 
 if __name__ == "__main__":

@@ -146,10 +146,7 @@ def main() -> None:
     parser.add_argument("--atari-capacity", type=int, default=50_000)
     _report.add_output_args(parser, "replay_throughput")
     args = parser.parse_args()
-    rows = _report.newest_batch(_report.read_rows(args.results)) if args.report_only else run(args)
-    if not rows:
-        return _report.emit("replay_throughput", _report.no_rows("replay_throughput"), args)
-    _report.emit("replay_throughput", render(rows, args.results), args)
+    _report.run_or_render("replay_throughput", args, run, render)
 
 
 if __name__ == "__main__":
