@@ -50,6 +50,7 @@ KINDS = (TRAIN, INFERENCE, PRETRAIN)
 PHASE_KINDS = {
     "act": INFERENCE,
     "encode": INFERENCE,
+    "encode_start": INFERENCE,
     "world_model_step": INFERENCE,
     "evaluator_score": INFERENCE,
     "encoder_train": PRETRAIN,

@@ -88,7 +88,7 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
     frames = torch.as_tensor(data.stacked(games.ravel(), times.ravel(), int(data.meta["stack"])))
     with torch.no_grad():
         bank = meter.run_counted("encode_start", lambda: encode(models.encoder, frames), len(frames))
-    meter.count("encode_start", len(frames), "inference")  # the virtual env's start latents: real frames, encoded
+    meter.count("encode_start", len(frames))  # the virtual env's start latents: real frames, encoded
     return models, bank, note
 
 
