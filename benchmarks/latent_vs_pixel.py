@@ -1,26 +1,33 @@
-"""The latent curriculum against pixel PPO on Atari, at the same real-env-step budget.
+"""The latent policy on one shared Atari encoder against pixel PPO, on the Atari-100k protocol.
 
-For every seed the script pretrains one encoder + world model (``frugalrl pretrain encoder``,
-random-play frames) and then trains, one after another:
+Protocol (Kaiser et al. 2020, "Model-Based RL for Atari", and the papers that reuse its
+budget): 100k agent steps per run (400k frames at frame-skip 4), sticky actions (0.25) as in
+every Atari config here, and the score of a run is the mean return over its evaluation episodes
+(full games, stochastic policy). Scores are given raw and human-normalised,
+``(score - random) / (human - random)``, with the reference scores below.
 
-1. ``pixel``     PPO with the Nature CNN on frames (``configs/breakout-ppo.yaml``);
-2. ``real``      latent PPO on real data only (encoder frozen, no virtual steps);
-3. ``mbpo``      a fixed small real share: 95% of steps virtual (MBPO's 5% real data);
-4. ``stages``    the seed's three-stage schedule 70/30 -> 30/70 -> 100% real;
-5. ``adaptive``  the adaptive schedule (more real data once the return passes 80% of
-                 ``--target-score``).
+One encoder serves every latent run: ``frugalrl pretrain encoder --games ...`` trains it once on
+random-play frames of all ``--games`` (per-game world-model heads), and its cost is listed once,
+as a shared cost, beside the per-run cost of each latent run, with the number of runs at which
+it has paid for itself against pixel PPO (the break-even). ``--held-out`` games are left out of
+the encoder's frames: latent runs there fit their world model on the new game and measure the
+head start on frames the encoder never saw, frozen and fine-tuned.
 
-The latent variants start from the seed's encoder (``latent.encoder_from``), and its
-pretraining FLOPs and wall-clock are added to each of them: the curriculum's cost includes
-its encoder. Every run is a fresh ``frugalrl train`` subprocess (MLflow off, one torch thread).
+Variants per game and seed (every run is a fresh ``frugalrl train`` subprocess, MLflow off,
+one torch thread, ``--workers`` at a time):
 
-With ``--transfer`` (both games), each Pong chain also runs ``configs/pong-from-breakout.yaml``
-from the same seed's Breakout encoder, frozen and fine-tuned on Pong frames, beside Pong's own
-encoder (the ``stages`` row, same curriculum): the transfer table gives Pong's first training
-score, real steps to ``--transfer-threshold`` and the final evaluation.
+- ``pixel``     PPO with the Nature CNN on frames (``configs/atari100k-ppo.yaml``);
+- ``real``      the latent policy on the frozen shared encoder, 100% real steps;
+- ``stages``    the seed's three stages: 70/30 -> 30/70 virtual/real -> 100% real;
+- ``adaptive``  the adaptive schedule;
+- ``lora``      the three stages with LoRA on the encoder in the last, all-real stage.
 
-    python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 ALE/Pong-v5 --seeds 3 --steps 50000 \
-        --workers 1 --transfer --write
+Rows are kept per run in ``benchmarks/results/latent_vs_pixel.jsonl``; the table renders the
+newest row of every (game, variant, seed) at the newest budget, so a long comparison can be run
+in parts (``--variants pixel`` first, the latent ones with ``--encoder DIR`` later).
+
+    python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 \
+        --seeds 3 --steps 100000 --workers 2 --write
 """
 
 from __future__ import annotations
@@ -37,239 +44,309 @@ from pathlib import Path
 
 import _report
 
-PIXEL = {"ALE/Breakout-v5": "breakout-ppo.yaml", "ALE/Pong-v5": "pong-ppo.yaml"}
-LATENT = {"ALE/Breakout-v5": "breakout-latent.yaml", "ALE/Pong-v5": "pong-latent.yaml"}
-VARIANTS = {
-    "real": ["latent.curriculum.stages=[{virtual_fraction: 0.0, real_share: 1.0}]"],
-    "mbpo": ["latent.curriculum.stages=[{virtual_fraction: 0.95, real_share: 1.0}]"],
-    "stages": [],
-    "adaptive": ["latent.curriculum.mode=adaptive"],
+CONFIGS = _report.REPO_ROOT / "configs"
+# (random, human) scores of the Atari-100k tables (Kaiser et al. 2020, table 1; the same
+# references as Mnih et al. 2015 and Badia et al. 2020). Human-normalised = (s - random) / (human - random).
+REFERENCES = {
+    "ALE/Breakout-v5": (1.7, 30.5),
+    "ALE/Pong-v5": (-20.7, 14.6),
+    "ALE/Boxing-v5": (0.1, 12.1),
+    "ALE/Freeway-v5": (0.0, 29.6),
+    "ALE/Krull-v5": (1598.0, 2665.5),
+    "ALE/RoadRunner-v5": (11.5, 7845.0),
+    "ALE/Kangaroo-v5": (52.0, 3035.0),
+    "ALE/Jamesbond-v5": (29.0, 302.8),
+    "ALE/KungFuMaster-v5": (258.5, 22736.3),
+    "ALE/BankHeist-v5": (14.2, 753.1),
 }
+STAGES = "[{virtual_fraction: 0.7, real_share: 0.2}, {virtual_fraction: 0.3, real_share: 0.3}, " \
+         "{virtual_fraction: 0.0, real_share: 0.5}]"  # fmt: skip
+VARIANTS: dict[str, list[str]] = {
+    "real": ["latent.curriculum.stages=[{virtual_fraction: 0.0, real_share: 1.0}]"],
+    "stages": [f"latent.curriculum.stages={STAGES}"],
+    "adaptive": [f"latent.curriculum.stages={STAGES}", "latent.curriculum.mode=adaptive"],
+    "lora": [f"latent.curriculum.stages={STAGES}", "latent.encoder_adapter=lora"],
+}
+HELD_OUT_VARIANTS = {"real": [], "finetune": ["latent.encoder_mode=finetune"]}
 DESCRIPTIONS = {
     "pixel": "pixel PPO (Nature CNN)",
-    "real": "latent PPO, 100% real",
-    "mbpo": "latent, 95% virtual (MBPO-like)",
+    "real": "latent, frozen shared encoder, 100% real",
     "stages": "latent, seed's 3 stages",
     "adaptive": "latent, adaptive schedule",
+    "lora": "latent, 3 stages + encoder LoRA in the last",
+    "finetune": "latent, shared encoder fine-tuned on this game",
 }
-TRANSFER = {"from_frozen": "Breakout encoder, frozen", "from_finetune": "Breakout encoder, fine-tuned on Pong"}
-_lock = threading.Lock()
+QUALITY = ("wm_latent_error_k", "wm_latent_error_k_copy", "wm_reward_accuracy", "wm_done_accuracy",
+           "wm_imagined_return", "wm_real_return")  # fmt: skip
 RESULTS = _report.RESULTS_DIR / "latent_vs_pixel.jsonl"
-_encoders: dict[int, tuple[threading.Event, list[Path]]] = {}
+PROTOCOL = "atari100k"
+_lock = threading.Lock()
 
 
-def _encoder_slot(seed: int) -> tuple[threading.Event, list[Path]]:
-    with _lock:
-        return _encoders.setdefault(seed, (threading.Event(), []))
+def human_normalised(game: str, score: float) -> float | None:
+    if game not in REFERENCES:
+        return None
+    random, human = REFERENCES[game]
+    return (score - random) / (human - random)
 
 
-def learning_curve(run_dir: Path, threshold: float) -> tuple[float | None, int | None]:
-    """(first training-episode score, real steps when the running score first reached threshold)."""
-    first, reached = None, None
+def iqm(values: list[float]) -> float:
+    """Interquartile mean (Agarwal et al. 2021): the mean of the middle 50% of the sorted values."""
+    ordered = sorted(values)
+    cut = len(ordered) // 4
+    middle = ordered[cut : len(ordered) - cut] or ordered
+    return sum(middle) / len(middle)
+
+
+def learning_curve(run_dir: Path) -> tuple[float | None, float | None]:
+    """(first real training-episode score, mean score of the first 10 real training episodes)."""
+    scores = []
     for line in (run_dir / "metrics.jsonl").read_text().splitlines():
         record = json.loads(line)
-        score = record.get("episode_return")
-        if score is None or record.get("source") == "virtual":
-            continue
-        step = record.get("real_step", record.get("step"))
-        first = score if first is None else first
-        if reached is None and score >= threshold:
-            reached = step
-    return first, reached
+        if record.get("episode_return") is not None and record.get("source") != "virtual":
+            scores.append(record["episode_return"])
+    return (scores[0], statistics.mean(scores[:10])) if scores else (None, None)
 
 
 def _run(args: list[str], cwd: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "frugalrl.cli", *args], capture_output=True, text=True, cwd=cwd)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:3])} failed: {proc.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(f"{' '.join(args[:3])} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
 
 
 def _sets(items: list[str]) -> list[str]:
     return [arg for item in ["tracking.enabled=false", "threads=1", *items] for arg in ("--set", item)]
 
 
-def run_chain(game: str, seed: int, args: argparse.Namespace, results: list, workdir: Path) -> None:
-    root = Path(tempfile.mkdtemp(dir=workdir))
-    latent_config = _report.REPO_ROOT / "configs" / LATENT[game]
-    pixel_config = _report.REPO_ROOT / "configs" / PIXEL[game]
-    encoder_dir = root / "encoder"
-    pretrain = [f"seed={seed}", f"latent.pretrain_updates={args.pretrain_updates}",
-                f"latent.collect_steps={args.collect_steps}"]  # fmt: skip
-    _run(
-        ["pretrain", "encoder", "-c", str(latent_config), "-o", str(encoder_dir), "--no-probe", *_sets(pretrain)], root
-    )
-    encoder = json.loads((encoder_dir / "summary.json").read_text())
-    if game == "ALE/Breakout-v5":
-        ready, paths = _encoder_slot(seed)
-        paths.append(encoder_dir)
-        ready.set()
+def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
+    """One encoder on all ``--games`` (never the held-out ones); its row is kept like a run's."""
+    out = workdir / "encoder"
+    sets = [f"latent.pretrain_updates={args.pretrain_updates}", f"latent.collect_steps={args.collect_steps}"]
+    _run(["pretrain", "encoder", "-c", str(CONFIGS / "atari100k-encoder.yaml"), "-o", str(out),
+          "--games", *args.games, *_sets(sets)], workdir)  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    row = {
+        "protocol": PROTOCOL,
+        "kind": "encoder",
+        "games": args.games,
+        "dataset_sha256": summary["dataset_sha256"],
+        "dataset_frames": summary["dataset_frames"],
+        "pretrain_flops": summary["total_flops"],
+        "wall_s": summary["wall_s"],
+        "psnr_db": summary["psnr_db"],
+        "per_game": summary.get("per_game", {}),
+        "probe": {k: v for k, v in summary.items() if k.startswith(("ball_", "paddle_")) or "_r2_" in k},
+    }
+    _report.append_row(args.results, _report.stamp(args.common, **row))
+    print(f"shared encoder: {summary['total_flops'] / 1e12:.1f} TFLOPs, {summary['wall_s']:.0f} s, "
+          f"PSNR {summary['psnr_db']} dB", flush=True)  # fmt: skip
+    return out
 
-    def record(variant: str, run_dir: Path, pretrain: dict | None) -> None:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        first, reached = learning_curve(run_dir, args.transfer_threshold)
-        row = {
-            "game": game,
-            "seed": seed,
-            "variant": variant,
-            "eval_mean": summary["eval_mean"],
-            "real_env_steps": summary["real_env_steps"],
-            "virtual_env_steps": summary["virtual_env_steps"],
-            # total: learning, acting (frame encoding included) and the encoder's pretraining, as the meter counts them
-            "train_flops": summary["total_flops"],
-            "pretrain_flops": summary["pretrain_flops"],
-            "config_hash": summary["config_hash"],
-            "train_s": summary["wall_s"] - summary["eval_s"] + (pretrain["wall_s"] if pretrain else 0.0),
-            "first_score": first,
-            "steps_to_threshold": reached,
-        }
-        row = _report.stamp(args.common, **row)
-        with _lock:
-            results.append(row)
-            _report.append_row(args.results, row)
-            print(
-                f"{game:<16} seed {seed}  {variant:<8} eval {row['eval_mean']:7.2f}  real {row['real_env_steps']:>8,} "
-                f"virtual {row['virtual_env_steps']:>9,}  TFLOPs {row['train_flops'] / 1e12:8.2f}  "
-                f"s {row['train_s']:6.0f}",
-                flush=True,
-            )
 
-    common = [f"seed={seed}", f"eval.episodes={args.eval_episodes}"]
-    pixel_dir = root / "pixel"
-    _run(["train", str(pixel_config), "--out", str(pixel_dir),
-          *_sets([*common, f"ppo.total_timesteps={args.steps}"])], root)  # fmt: skip
-    record("pixel", pixel_dir, None)
-    for variant in args.variants:
-        run_dir = root / variant
-        extra = list(VARIANTS[variant])
-        if variant == "adaptive":
-            extra.append(f"latent.curriculum.target_score={args.target_score}")
-        sets = _sets([*common, f"total_real_steps={args.steps}", f"latent.encoder_from={encoder_dir}", *extra])
-        _run(["train", str(latent_config), "--out", str(run_dir), *sets], root)
-        record(variant, run_dir, encoder)
-    if args.transfer and game == "ALE/Pong-v5":
-        ready, paths = _encoder_slot(seed)
-        ready.wait()  # the Breakout chain of the same seed pretrains it
-        breakout = json.loads((paths[0] / "summary.json").read_text())
-        for variant, mode in (("from_frozen", "frozen"), ("from_finetune", "finetune")):
-            run_dir = root / variant
-            sets = _sets([*common, f"total_real_steps={args.steps}", f"latent.encoder_from={paths[0]}",
-                          f"latent.encoder_mode={mode}"])  # fmt: skip
-            _run(["train", str(_report.REPO_ROOT / "configs" / "pong-from-breakout.yaml"), "--out", str(run_dir),
-                  *sets], root)  # fmt: skip
-            record(variant, run_dir, breakout)
+def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argparse.Namespace, workdir: Path) -> None:
+    run_dir = Path(tempfile.mkdtemp(dir=workdir)) / variant
+    common = [f"seed={seed}", f"env.id={game}", f"eval.episodes={args.eval_episodes}"]
+    if variant == "pixel":
+        _run(["train", str(CONFIGS / "atari100k-ppo.yaml"), "--out", str(run_dir),
+              *_sets([*common, f"ppo.total_timesteps={args.steps}"])], workdir)  # fmt: skip
+    else:
+        extra = HELD_OUT_VARIANTS[variant] if game in args.held_out else VARIANTS[variant]
+        sets = [*common, f"total_real_steps={args.steps}", f"latent.encoder_from={encoder}", *extra]
+        _run(["train", str(CONFIGS / "atari100k-latent.yaml"), "--out", str(run_dir), *_sets(sets)], workdir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    shared = summary.get("shared_pretrain_flops", 0.0)
+    first, early = learning_curve(run_dir)
+    row = {
+        "protocol": PROTOCOL,
+        "kind": "run",
+        "game": game,
+        "held_out": game in args.held_out,
+        "seed": seed,
+        "variant": variant,
+        "score": summary["eval_mean"],
+        "episode_scores": summary["eval_returns"],
+        "human_normalised": human_normalised(game, summary["eval_mean"]),
+        "real_env_steps": summary["real_env_steps"],
+        "real_frames": summary["real_env_steps"] * 4,  # frame-skip 4 in both configs
+        "virtual_env_steps": summary["virtual_env_steps"],
+        "per_run_flops": summary["total_flops"] - shared,  # learning, acting, any pretraining done in the run
+        "shared_pretrain_flops": shared,
+        "config_hash": summary["config_hash"],
+        "train_s": summary["wall_s"] - summary["eval_s"],
+        "first_score": first,
+        "early_score": early,
+        **{key: summary.get(key) for key in QUALITY},
+    }
+    row = _report.stamp(args.common, **row)
+    with _lock:
+        _report.append_row(args.results, row)
+        print(f"{game:<18} seed {seed}  {variant:<8} score {row['score']:8.2f}  real {row['real_env_steps']:>7,}  "
+              f"virtual {row['virtual_env_steps']:>8,}  TFLOPs {row['per_run_flops'] / 1e12:7.2f}  "
+              f"s {row['train_s']:6.0f}", flush=True)  # fmt: skip
 
 
 NO_ROWS = (
     "_No rows in `benchmarks/results/latent_vs_pixel.jsonl` yet. The figures this section held were measured before "
     "per-run rows were kept and under the old meter (which billed frame encoding as training and left pixel PPO's "
-    "acting out); they stay below this table's place, marked as archived. Issue 20 re-measures this comparison "
-    "on the Atari-100k protocol._"
+    "acting out); they stay below this table's place, marked as archived._"
 )
 
 
+def select(rows: list[dict]) -> tuple[list[dict], dict | None]:
+    """The newest run row per (game, variant, seed) at the newest budget, and the encoder they used."""
+    mine = [r for r in rows if r.get("protocol") == PROTOCOL]
+    runs = [r for r in mine if r["kind"] == "run"]
+    if not runs:
+        return [], None
+    steps = runs[-1]["steps"]
+    newest = {(r["game"], r["variant"], r["seed"]): r for r in runs if r["steps"] == steps}
+    encoders = [r for r in mine if r["kind"] == "encoder"]
+    return list(newest.values()), (encoders[-1] if encoders else None)
+
+
+def _ratio_cells(mine: list[dict], pixel: dict[int, dict], key: str) -> str:
+    """ratio of medians / median of per-seed ratios, against pixel PPO of the same seed."""
+    paired = [(r[key], pixel[r["seed"]][key]) for r in mine if r["seed"] in pixel]
+    if not paired:
+        return "-"
+    of_medians = statistics.median(a for a, _ in paired) / statistics.median(b for _, b in paired)
+    per_seed = statistics.median(a / b for a, b in paired)
+    return f"{of_medians:.3f} / {per_seed:.3f}"
+
+
+def break_even(shared: float, latent: float, pixel: float) -> str:
+    """Runs after which shared pretraining + n latent runs cost less than n pixel runs."""
+    if latent >= pixel:
+        return "never (a latent run costs more)"
+    return f"{shared / (pixel - latent):.1f} runs"
+
+
 def report(results: list[dict], args: argparse.Namespace) -> str:
-    if not results:
+    runs, encoder = select(results)
+    if not runs:
         return NO_ROWS
-    first = results[0]
-    args = argparse.Namespace(**{k: first.get(k, getattr(args, k)) for k in
-                                 ("steps", "eval_episodes", "collect_steps", "pretrain_updates")})  # fmt: skip
-    lines = [*_report.rows_lines(results, RESULTS), *(f"- {line}" for line in
-        [
-            f"budget: {args.steps:,} real env steps per run; {args.eval_episodes} evaluation episodes "
-            "(sticky actions, stochastic policy) per run",
-            f"encoder per seed: {args.collect_steps:,} random-play frames, {args.pretrain_updates} updates "
-            "(configs' objective and latent_dim)",
-            "latent rows include their encoder + world-model pretraining (FLOPs and seconds); "
-            "the pretraining frames are random play and are not counted as training env steps",
-            "FLOPs ratio and time ratio are per seed against pixel PPO, then the median over seeds",
-            "FLOPs: total (learning, acting with frame encoding, and the shared encoder's pretraining, listed in "
-            "every latent run that used it)",
-        ])]  # fmt: skip
+    ordered = [r for r in results if r in runs or r is encoder]
+    first = runs[0]
+    lines = [*_report.rows_lines(ordered, RESULTS), *(f"- {line}" for line in [
+        f"protocol: Atari-100k: {first['steps']:,} agent steps ({first['steps'] * 4:,} frames) per run, sticky "
+        f"actions 0.25, {first['eval_episodes']} evaluation episodes per run (full games, stochastic policy); "
+        "score = mean over a run's episodes",
+        "human-normalised = (score - random) / (human - random), references from Kaiser et al. 2020 (table 1)",
+        "median and IQM: over seeds for the score; IQM also pools every evaluation episode of the variant",
+        "per-run FLOPs: learning + acting (frame encoding included) + any pretraining done inside the run; "
+        "the shared encoder's pretraining is listed once below, not in each run",
+        "ratios: ratio of medians / median of per-seed ratios, against pixel PPO at the same seed",
+    ])]  # fmt: skip
     parts = ["\n".join(lines)]
-    for game in dict.fromkeys(r["game"] for r in results):
-        rows = [r for r in results if r["game"] == game]
-        by = {(r["variant"], r["seed"]): r for r in rows}
-        seeds = sorted({r["seed"] for r in rows})
+    if encoder:
+        probe = encoder.get("probe", {})
+        probe_text = ", ".join(f"{k} {v:.3f}" for k, v in sorted(probe.items()) if isinstance(v, int | float))
+        parts.append(
+            f"**Shared encoder** (pretrained once on {', '.join(encoder['games'])}; random play, "
+            f"{encoder['dataset_frames']:,} frames, dataset sha256 {encoder['dataset_sha256'][:12]}): "
+            f"{encoder['pretrain_flops'] / 1e12:.2f} TFLOPs, {encoder['wall_s']:.0f} s, held-out PSNR "
+            f"{encoder['psnr_db']} dB" + (f"; RAM probe: {probe_text}" if probe_text else "")
+        )
+    shared = encoder["pretrain_flops"] if encoder else 0.0
+    header = ["variant", "seeds", "score median", "IQM (episodes)", "human-norm. median", "real frames",
+              "virtual steps", "per-run TFLOPs", "FLOPs / pixel", "time / pixel", "break-even vs pixel"]  # fmt: skip
+    for game in dict.fromkeys(r["game"] for r in runs):
+        rows = [r for r in runs if r["game"] == game]
+        pixel = {r["seed"]: r for r in rows if r["variant"] == "pixel"}
         table = []
-        for variant in ["pixel", *[v for v in VARIANTS if any(r["variant"] == v for r in rows)]]:
-            mine = [by[(variant, s)] for s in seeds if (variant, s) in by]
+        for variant in dict.fromkeys(["pixel", *VARIANTS, *HELD_OUT_VARIANTS]):
+            mine = sorted((r for r in rows if r["variant"] == variant), key=lambda r: r["seed"])
             if not mine:
                 continue
-            flops = [
-                by[(variant, s)]["train_flops"] / by[("pixel", s)]["train_flops"] for s in seeds if (variant, s) in by
-            ]
-            secs = [by[(variant, s)]["train_s"] / by[("pixel", s)]["train_s"] for s in seeds if (variant, s) in by]
-            table.append(
-                [
-                    DESCRIPTIONS[variant],
-                    len(mine),
-                    _report.fmt_mmm([r["eval_mean"] for r in mine], "{:.1f}"),
-                    _report.fmt_mmm([r["real_env_steps"] for r in mine]),
-                    _report.fmt_mmm([r["virtual_env_steps"] for r in mine]),
-                    f"{statistics.median(flops):.3f}",
-                    f"{statistics.median(secs):.2f}",
-                ]
-            )
-        header = ["variant", "seeds", "eval return", "real steps", "virtual steps", "FLOPs / pixel", "time / pixel"]
-        parts.append(f"**{game}**\n\n" + _report.markdown_table(header, table))
-    pong = [r for r in results if r["game"] == "ALE/Pong-v5"]
-    transfer = [r for r in pong if r["variant"] in TRANSFER or r["variant"] == "stages"]
-    if any(r["variant"] in TRANSFER for r in transfer):
-        table = []
-        for variant, label in [("stages", "Pong's own encoder (scratch)"), *TRANSFER.items()]:
-            mine = [r for r in transfer if r["variant"] == variant]
-            if not mine:
-                continue
-            firsts = [r["first_score"] for r in mine if r["first_score"] is not None]
-            reached = [r["steps_to_threshold"] for r in mine if r["steps_to_threshold"] is not None]
+            scores = [r["score"] for r in mine]
+            normed = [r["human_normalised"] for r in mine if r["human_normalised"] is not None]
+            flops = statistics.median(r["per_run_flops"] for r in mine)
+            pixel_flops = statistics.median(r["per_run_flops"] for r in pixel.values()) if pixel else None
             table.append([
-                label, len(mine),
-                _report.fmt_mmm(firsts, "{:.1f}") if firsts else "-",
-                f"{len(reached)}/{len(mine)}" + (f", median {statistics.median(reached):,.0f}" if reached else ""),
-                _report.fmt_mmm([r["eval_mean"] for r in mine], "{:.1f}"),
-                f"{statistics.median(r['train_flops'] for r in mine) / 1e12:.1f}",
+                DESCRIPTIONS[variant], len(mine), _report.fmt_mmm(scores, "{:.1f}"),
+                f"{iqm([s for r in mine for s in r['episode_scores']]):.1f}",
+                f"{statistics.median(normed):.3f}" if normed else "-",
+                f"{statistics.median(r['real_frames'] for r in mine):,.0f}",
+                f"{statistics.median(r['virtual_env_steps'] for r in mine):,.0f}",
+                f"{flops / 1e12:.2f}",
+                "-" if variant == "pixel" else _ratio_cells(mine, pixel, "per_run_flops"),
+                "-" if variant == "pixel" else _ratio_cells(mine, pixel, "train_s"),
+                "-" if variant == "pixel" or pixel_flops is None else break_even(shared, flops, pixel_flops),
             ])  # fmt: skip
-        header = ["Pong encoder", "seeds", "first training score", f"runs reaching {args.transfer_threshold:g}",
-                  "eval return", "TFLOPs (encoder incl.)"]  # fmt: skip
-        parts.append("**Transfer: Breakout encoder -> Pong** (same curriculum and real-step budget)\n\n"
+        title = f"**{game}**" + (" (held out: the shared encoder never saw this game)" if rows[0]["held_out"] else "")
+        parts.append(f"{title}\n\n" + _report.markdown_table(header, table))
+    quality = [r for r in runs if r["variant"] != "pixel" and r.get("wm_latent_error_k") is not None]
+    if quality:
+        table = []
+        for game, variant in dict.fromkeys((r["game"], r["variant"]) for r in quality):
+            mine = [r for r in quality if (r["game"], r["variant"]) == (game, variant)]
+            med = {key: statistics.median(r[key] for r in mine) for key in QUALITY}
+            table.append([
+                game, DESCRIPTIONS[variant], len(mine),
+                f"{med['wm_latent_error_k']:.4f} / {med['wm_latent_error_k_copy']:.4f}",
+                f"{med['wm_reward_accuracy']:.3f}", f"{med['wm_done_accuracy']:.3f}",
+                f"{med['wm_imagined_return']:.2f} / {med['wm_real_return']:.2f}",
+            ])  # fmt: skip
+        header = ["game", "variant", "seeds", "k-step latent error: model / copy-last", "reward accuracy",
+                  "termination accuracy", "return over k steps: imagined / real"]  # fmt: skip
+        parts.append("**World model at the end of each run** (medians over seeds; on the run's last real rollout, "
+                     "k = the world model's virtual horizon)\n\n" + _report.markdown_table(header, table))  # fmt: skip
+    held = [r for r in runs if r["held_out"] and r["variant"] != "pixel"]
+    if held:
+        table = []
+        for variant in dict.fromkeys(r["variant"] for r in held):
+            mine = [r for r in held if r["variant"] == variant]
+            firsts = [r["first_score"] for r in mine if r["first_score"] is not None]
+            early = [r["early_score"] for r in mine if r["early_score"] is not None]
+            table.append([
+                mine[0]["game"], DESCRIPTIONS[variant], len(mine),
+                _report.fmt_mmm(firsts, "{:.1f}") if firsts else "-",
+                _report.fmt_mmm(early, "{:.1f}") if early else "-",
+                _report.fmt_mmm([r["score"] for r in mine], "{:.1f}"),
+            ])  # fmt: skip
+        header = ["game", "encoder", "seeds", "first training score", "mean of first 10 training episodes",
+                  "final score"]  # fmt: skip
+        parts.append("**Transfer to an unseen game** (head start on frames the shared encoder never saw)\n\n"
                      + _report.markdown_table(header, table))  # fmt: skip
     return "\n\n".join(parts)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", nargs="+", default=["ALE/Breakout-v5"], choices=list(LATENT))
+    parser.add_argument("--games", nargs="+", default=["ALE/Breakout-v5", "ALE/Pong-v5"])
+    parser.add_argument("--held-out", nargs="*", default=[], help="games left out of the encoder's frames")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=500_000, help="real env steps per run")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    parser.add_argument("--target-score", type=float, default=20.0, help="adaptive schedule's target return")
+    parser.add_argument("--steps", type=int, default=100_000, help="agent (real env) steps per run")
+    parser.add_argument("--variants", nargs="+", default=["pixel", *VARIANTS], choices=["pixel", *VARIANTS])
     parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--pretrain-updates", type=int, default=3000, help="encoder updates per seed")
-    parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per seed")
-    parser.add_argument("--transfer", action="store_true", help="Pong from the Breakout encoder too")
-    parser.add_argument("--transfer-threshold", type=float, default=-20.0, help="Pong training score to reach")
+    parser.add_argument("--pretrain-updates", type=int, default=3000, help="shared encoder's updates")
+    parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per game")
+    parser.add_argument("--encoder", type=Path, help="an already pretrained shared encoder directory (its row kept)")
     parser.add_argument("--workers", type=int, default=2)
     _report.add_output_args(parser, "latent_vs_pixel")
     args = parser.parse_args()
-    if args.report_only:
-        results = _report.newest_batch(_report.read_rows(args.results))
-    else:
+    if set(args.held_out) & set(args.games):
+        parser.error("--held-out games must not be among --games (the encoder trains on --games)")
+    if not args.report_only:
         args.common = _report.batch_common(
+            protocol=PROTOCOL,
             steps=args.steps,
             eval_episodes=args.eval_episodes,
             collect_steps=args.collect_steps,
             pretrain_updates=args.pretrain_updates,
         )
-        results: list[dict] = []
-        with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.workers) as pool:
-            jobs = [
-                pool.submit(run_chain, game, seed, args, results, Path(workdir))
-                for seed in range(1, args.seeds + 1)
-                for game in args.games
-            ]
-            for job in jobs:
+        workdir = Path(tempfile.mkdtemp(prefix="latent-vs-pixel-"))
+        latent = [v for v in args.variants if v != "pixel"]
+        encoder = args.encoder or (pretrain_shared(args, workdir) if latent else None)
+        jobs = [(game, seed, variant) for seed in range(1, args.seeds + 1) for game in args.games
+                for variant in args.variants]  # fmt: skip
+        held_variants = [v for v in ["pixel", *HELD_OUT_VARIANTS] if v in args.variants or (v != "pixel" and latent)]
+        jobs += [(game, seed, variant) for seed in range(1, args.seeds + 1) for game in args.held_out
+                 for variant in held_variants]  # fmt: skip
+        with ThreadPoolExecutor(args.workers) as pool:
+            for job in [pool.submit(run_one, *j, encoder, args, workdir) for j in jobs]:
                 job.result()
-    _report.emit("latent_vs_pixel", report(results, args), args)
+    _report.emit("latent_vs_pixel", report(_report.read_rows(args.results), args), args)
 
 
 if __name__ == "__main__":
