@@ -120,7 +120,7 @@ def _sets(items: list[str]) -> list[str]:
 
 def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
     """One encoder on all ``--games`` (never the held-out ones); its row is kept like a run's."""
-    out = workdir / "encoder"
+    out = (args.encoder_dir or workdir) / "encoder"
     sets = [f"latent.pretrain_updates={args.pretrain_updates}", f"latent.collect_steps={args.collect_steps}"]
     _run(["pretrain", "encoder", "-c", str(CONFIGS / "atari100k-encoder.yaml"), "-o", str(out),
           "--games", *args.games, *_sets(sets)], workdir)  # fmt: skip
@@ -321,7 +321,9 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--pretrain-updates", type=int, default=3000, help="shared encoder's updates")
     parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per game")
-    parser.add_argument("--encoder", type=Path, help="an already pretrained shared encoder directory (its row kept)")
+    parser.add_argument("--encoder", type=Path, help="a shared encoder made by an earlier --encoder-only run")
+    parser.add_argument("--encoder-only", action="store_true", help="pretrain the shared encoder, keep its row, stop")
+    parser.add_argument("--encoder-dir", type=Path, help="where --encoder-only keeps the encoder (default: a temp dir)")
     parser.add_argument("--workers", type=int, default=2)
     _report.add_output_args(parser, "latent_vs_pixel")
     args = parser.parse_args()
@@ -337,7 +339,10 @@ def main() -> None:
         )
         workdir = Path(tempfile.mkdtemp(prefix="latent-vs-pixel-"))
         latent = [v for v in args.variants if v != "pixel"]
-        encoder = args.encoder or (pretrain_shared(args, workdir) if latent else None)
+        encoder = args.encoder or (pretrain_shared(args, workdir) if latent or args.encoder_only else None)
+        if args.encoder_only:
+            print(f"shared encoder: {encoder} (pass it to --encoder)")
+            return
         jobs = [(game, seed, variant) for seed in range(1, args.seeds + 1) for game in args.games
                 for variant in args.variants]  # fmt: skip
         held_variants = [v for v in ["pixel", *HELD_OUT_VARIANTS] if v in args.variants or (v != "pixel" and latent)]

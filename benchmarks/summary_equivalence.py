@@ -66,15 +66,22 @@ METRIC_TIMING_KEYS = {"sps"}
 # The meter's bookkeeping: a change in what is counted (or how it is classed) changes these and nothing
 # else. ``--update-accounting`` re-runs, checks that every other figure is unchanged, and writes the new
 # bookkeeping into every recording (FLOP counts depend on shapes and sample counts, not on the CPU).
+# ``diagnostics``: figures a run reports after learning, which learning never reads (the latent runs'
+# world-model quality, ``wm_*``); they are written the same way, and compared like per-update metrics.
 ACCOUNTING_KEYS = {"train_flops", "inference_flops", "aux_flops", "pretrain_flops", "total_flops", "flops_per_sample",
-                   "flops_by_phase", "pretrained_flops", "inference_samples"}  # fmt: skip
+                   "flops_by_phase", "pretrained_flops", "inference_samples", "shared_pretrain_flops",
+                   "per_run_flops", "diagnostics"}  # fmt: skip
+DIAGNOSTIC_PREFIX = "wm_"
 FLOAT_RTOL, FLOAT_ATOL = 1e-4, 1e-7  # across CPU models only: float rounding of the same arithmetic
 
 
 def figures(run_dir: Path) -> dict[str, Any]:
     """The deterministic part of a run directory: summary keys, metrics.jsonl's rows and their digest."""
     summary = json.loads((run_dir / "summary.json").read_text())
-    kept = {k: v for k, v in summary.items() if k not in TIMING_KEYS}
+    kept = {k: v for k, v in summary.items() if k not in TIMING_KEYS and not k.startswith(DIAGNOSTIC_PREFIX)}
+    diagnostics = {k: v for k, v in summary.items() if k.startswith(DIAGNOSTIC_PREFIX)}
+    if diagnostics:
+        kept["diagnostics"] = diagnostics
     digest = hashlib.sha256()
     rows = []
     for line in (run_dir / "metrics.jsonl").read_text().splitlines():
@@ -101,10 +108,11 @@ def verdict(before: dict[str, Any], after: dict[str, Any], same_cpu: bool) -> tu
     diff = differences(before, after)
     if not diff:
         return True, "identical"
-    only_metrics = all(d.startswith("metrics_jsonl.") for d in diff)
+    only_metrics = all(d.startswith(("metrics_jsonl.", "diagnostics.")) for d in diff)
     rows_before = before.get("metrics_jsonl", {}).get("rows")
     rows_after = after.get("metrics_jsonl", {}).get("rows")
-    if only_metrics and not same_cpu and rows_before is not None and _close(rows_before, rows_after):
+    close = _close(rows_before, rows_after) and _close(before.get("diagnostics"), after.get("diagnostics"))
+    if only_metrics and not same_cpu and rows_before is not None and close:
         return True, f"summary identical; metrics.jsonl within float rounding (rel {FLOAT_RTOL:g}) on another CPU"
     return False, "DIFFERS: " + "; ".join(d[:300] for d in diff[:6])
 

@@ -355,7 +355,7 @@ def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_p
     summary = train(pong, tmp_path / "pong")
     assert "world model fitted on ALE/Pong-v5" in summary["encoder_note"]
     transferred = load_latent(tmp_path / "pong")
-    assert transferred.world_model.num_actions == 6 and transferred.metadata["transferred_from"] == "ALE/Breakout-v5"
+    assert transferred.world_model.num_actions == 6 and transferred.metadata["transferred_from"] == ["ALE/Breakout-v5"]
     for key, value in models.encoder.state_dict().items():  # frozen: the encoder is Breakout's
         torch.testing.assert_close(transferred.encoder.state_dict()[key], value)
 

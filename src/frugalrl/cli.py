@@ -130,9 +130,17 @@ def pretrain_encoder_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write encoder.pt, metrics, summary.")],
     dataset: Annotated[Path | None, typer.Option(help="A frame dataset.npz to train on instead of collecting.")] = None,
     probe: Annotated[bool, typer.Option(help="Run the RAM probe on the trained latent.")] = True,
+    games: Annotated[
+        list[str] | None,
+        typer.Option(help="ALE games whose frames train one shared encoder (repeat, or list after --games)."),
+    ] = None,
     overrides: SetOption = None,
 ) -> None:
-    """Pretrain the frame encoder and the latent world model; probe and register them."""
+    """Pretrain the frame encoder and the latent world model(s); probe and register them.
+
+    With several --games, one encoder trains on frames of all of them, with a world-model head per
+    game; it registers once as <config name>-encoder and runs use it by URI (latent.encoder_from).
+    """
     from frugalrl.config import load_config
     from frugalrl.envs.registry import is_atari
     from frugalrl.latent.pretrain import pretrain_encoder
@@ -143,13 +151,14 @@ def pretrain_encoder_command(
             f"{config}: env {loaded.env.id}: a frame encoder is pretrained on Atari screens; use an ALE/ game"
         )
     probe = probe and loaded.latent.probe
-    summary = pretrain_encoder(loaded, out, dataset, probe)
+    summary = pretrain_encoder(loaded, out, dataset, probe, games)
     typer.echo(f"held-out PSNR {summary['psnr_db']:.2f} dB at latent_dim {summary['latent_dim']}")
-    if probe:
-        typer.echo(
-            f"ball probe R^2 {summary['ball_r2_mlp']:.3f} (CNN ceiling {summary['ball_ceiling_r2']:.3f}), "
-            f"paddle {summary['paddle_r2_mlp']:.3f}"
-        )
+    for game, figures in (summary.get("probe") or {"": summary if probe else {}}).items():
+        if "ball_r2_mlp" in figures:
+            typer.echo(
+                f"{game + ': ' if game else ''}ball probe R^2 {figures['ball_r2_mlp']:.3f} "
+                f"(CNN ceiling {figures['ball_ceiling_r2']:.3f}), paddle {figures['paddle_r2_mlp']:.3f}"
+            )
     if summary.get("registered_model"):
         _echo_registered(summary)
     typer.echo(f"encoder: {out / 'encoder.pt'}")
@@ -589,6 +598,26 @@ def check(
         raise typer.Exit(1)
 
 
+LIST_OPTIONS = ("--games",)  # options that take several values after one flag, as users type lists
+
+
+def spread_list_options(argv: list[str]) -> list[str]:
+    """``--games A B`` -> ``--games A --games B`` (Click options take one value per flag)."""
+    out: list[str] = []
+    flag, taken = None, 0
+    for arg in [*argv, None]:
+        if flag and arg is not None and not arg.startswith("-"):
+            out += [flag, arg]
+            taken += 1
+            continue
+        if flag and not taken:
+            out.append(flag)  # no value: Click says the option needs one
+        flag, taken = (arg, 0) if arg in LIST_OPTIONS else (None, 0)
+        if arg is not None and flag is None:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command; returns on success, exits non-zero otherwise (2 for bad input, 130 for Ctrl-C).
 
@@ -607,7 +636,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"])
     try:
-        code = app(args=argv, prog_name="frugalrl", standalone_mode=False)
+        code = app(args=spread_list_options(sys.argv[1:] if argv is None else argv), prog_name="frugalrl",
+                   standalone_mode=False)  # fmt: skip
     except click.exceptions.ClickException as exc:  # bad arguments or options
         command = " ".join(exc.ctx.command_path.split()[1:]) if getattr(exc, "ctx", None) else ""
         print(f"error: {exc.format_message()} (see: frugalrl {command} --help)".replace("  ", " "), file=sys.stderr)

@@ -431,6 +431,10 @@ class LatentConfig(_Strict):
     collect_envs: int = Field(8, ge=1, le=256)
     behaviour: str = Field("random", description="'random' or a policy path / models:/ URI that plays the game")
     pretrain_updates: int = Field(3000, ge=1, description="encoder gradient steps")
+    pretrain_games: list[str] = Field(
+        default_factory=list,
+        description="games whose frames train one shared encoder (a world-model head each); empty = env.id",
+    )
     probe: bool = Field(True, description="RAM probe of the pretrained latent (~1 min on CPU); off: PSNR is its score")
     champion_min_psnr_db: float = Field(
         15.0, ge=0, description="registry gate: reconstruction PSNR an encoder needs to become champion"

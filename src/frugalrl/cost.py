@@ -16,7 +16,9 @@ runs are compared on the same items:
   cost comes with the artifact (``add_pretrained``) and is listed by name, so a table over many
   runs can list one shared artifact once, with the number of runs that used it.
 
-``total_flops`` is the sum of the three.
+``total_flops`` is the sum of the three. ``per_run_flops`` leaves out artifacts marked shared
+(made once for many runs, such as a registered multi-game encoder); ``shared_pretrain_flops`` is
+their cost.
 
 How FLOPs are counted (the one place this is said): the first time a phase runs,
 ``run_counted`` runs it under ``torch.utils.flop_counter.FlopCounterMode`` and records FLOPs per
@@ -108,6 +110,7 @@ class CostMeter:
     flops_per_sample: dict[str, float] = field(default_factory=dict)
     # Artifacts made elsewhere that this run starts from: name -> their total FLOPs (None: unknown).
     pretrained: dict[str, float | None] = field(default_factory=dict)
+    shared: set[str] = field(default_factory=set)  # names in ``pretrained`` made once for many runs
     seconds: dict[str, float] = field(default_factory=lambda: {"env": 0.0, "act": 0.0, "learn": 0.0})
     started: float = field(default_factory=time.perf_counter)
     wall_offset: float = 0.0  # seconds spent before a resume
@@ -139,9 +142,15 @@ class CostMeter:
     def kind_of(self, phase: str) -> str:
         return self.phase_kinds.get(phase) or PHASE_KINDS.get(phase, TRAIN)
 
-    def add_pretrained(self, name: str, flops: float | None) -> None:
-        """An artifact this run starts from and what making it cost (``None``: not recorded with it)."""
+    def add_pretrained(self, name: str, flops: float | None, shared: bool = False) -> None:
+        """An artifact this run starts from and what making it cost (``None``: not recorded with it).
+
+        ``shared``: made once for many runs (a registered encoder); ``per_run_flops`` leaves it out
+        so a table can list it once, beside the runs that used it.
+        """
         self.pretrained[name] = None if flops is None else float(flops)
+        if shared:
+            self.shared.add(name)
 
     def absorb(self, other: CostMeter, prefix: str) -> None:
         """Add the work another learner metered on its own (its own per-sample FLOPs).
@@ -157,6 +166,7 @@ class CostMeter:
             self.flops_per_sample[f"{prefix}_{phase}"] = other.flops_per_sample.get(phase, 0.0)
             self.count(f"{prefix}_{phase}", samples, kind)
         self.pretrained.update(other.pretrained)
+        self.shared.update(other.shared)
         for phase, seconds in other.seconds.items():
             self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
 
@@ -206,6 +216,16 @@ class CostMeter:
         return self.train_flops + self.inference_flops + self.pretrain_flops
 
     @property
+    def shared_pretrain_flops(self) -> float:
+        """Artifacts made once for many runs (in ``pretrain_flops`` and ``total_flops`` too)."""
+        return sum(f for name, f in self.pretrained.items() if name in self.shared and f is not None)
+
+    @property
+    def per_run_flops(self) -> float:
+        """What this run alone cost: ``total_flops`` without the shared artifacts."""
+        return self.total_flops - self.shared_pretrain_flops
+
+    @property
     def wall_s(self) -> float:
         return self.wall_offset + time.perf_counter() - self.started
 
@@ -227,6 +247,8 @@ class CostMeter:
                 p: {"kind": k, "samples": n, "flops": float(f)} for p, (k, n, f) in self.by_phase().items()
             },
             "pretrained_flops": dict(self.pretrained),
+            "shared_pretrain_flops": float(self.shared_pretrain_flops),
+            "per_run_flops": float(self.per_run_flops),
             "wall_s": round(self.wall_s, 3),
             "env_s": round(self.seconds.get("env", 0.0), 3),
             "act_s": round(self.seconds.get("act", 0.0), 3),

@@ -31,8 +31,11 @@ import torch.nn.functional as F
 from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
+from frugalrl.envs.registry import ale_game_name
+from frugalrl.errors import ConfigError
 from frugalrl.latent.dataset import FrameDataset, collect_frames, load_dataset
 from frugalrl.latent.encoder import FrameDecoder, FrameEncoder, encode, motion_mask, psnr_db
+from frugalrl.latent.multigame import check_games, collect_games, game_config, save_games
 from frugalrl.latent.probe import probe_latent
 from frugalrl.latent.store import LatentModels, save_latent
 from frugalrl.latent.world_model import LatentWorldModel, reward_class
@@ -148,7 +151,7 @@ def fit_world_model(
 
 def train_latent_models(
     config: ExperimentConfig,
-    data: FrameDataset,
+    data: FrameDataset | dict[str, FrameDataset],
     meter: CostMeter,
     device: torch.device | None = None,
     start: LatentModels | None = None,
@@ -156,6 +159,8 @@ def train_latent_models(
 ) -> tuple[LatentModels, dict[str, Any]]:
     """Fit encoder (+ decoder, + world model) on the training part of ``data``; held-out metrics.
 
+    ``data``: one game's frames, or ``{game: frames}`` for a shared encoder: then every game gets
+    its own world-model head (``LatentModels.heads``) and the updates take the games in turn.
     ``start``: models to continue from (transfer: a pretrained encoder fine-tuned on a new game);
     ``updates`` overrides ``latent.pretrain_updates``.
     """
@@ -163,19 +168,33 @@ def train_latent_models(
     latent = config.latent
     updates = latent.pretrain_updates if updates is None else updates
     torch.manual_seed(config.seed)
-    models = start or build_latent_models(config, int(data.meta["num_actions"]))
+    datasets = data if isinstance(data, dict) else {data.meta["env_id"]: data}
+    games = list(datasets)
+    first = datasets[games[0]]
+    models = start or build_latent_models(config, int(first.meta["num_actions"]))
+    if len(games) > 1:
+        hidden = latent.world_model.hidden
+        models.heads = {games[0]: models.world_model} | {
+            game: LatentWorldModel(latent.latent_dim, int(datasets[game].meta["num_actions"]), hidden)
+            for game in games[1:]
+        }
+    heads = models.heads or {games[0]: models.world_model}
     models.encoder.train()
-    train_steps, test_steps = data.split(latent.holdout_fraction)
-    sampler = TransitionSampler(data, train_steps, config.seed)
+    splits = {game: d.split(latent.holdout_fraction) for game, d in datasets.items()}
+    samplers = {
+        game: TransitionSampler(d, splits[game][0], config.seed + i) for i, (game, d) in enumerate(datasets.items())
+    }
     params = [*models.encoder.parameters(), *models.decoder.parameters()]
     if latent.objective == "dynamics":
-        params += list(models.world_model.parameters())
+        params += [p for head in heads.values() for p in head.parameters()]
     optimizer = torch.optim.Adam(params, lr=latent.learning_rate)
     bf16 = use_bf16(latent.mixed_precision, device)
     started = time.perf_counter()
     losses: list[float] = []
-    for _ in range(updates):
-        batch = sampler.batch(latent.batch_size)
+    for update in range(updates):
+        game = games[update % len(games)]
+        models.world_model = heads[game]
+        batch = samplers[game].batch(latent.batch_size)
 
         def step(b=batch) -> torch.Tensor:
             with autocast(bf16, device):
@@ -190,9 +209,16 @@ def train_latent_models(
     encoder_s = time.perf_counter() - started
     models.encoder.eval()
     wm_loss = None
-    if latent.objective != "dynamics":
-        steps = max(1, latent.world_model.epochs * len(sampler) // (latent.batch_size * 4))
-        wm_loss = fit_world_model(models, sampler, config, meter, steps)
+    for game, sampler in samplers.items():
+        models.world_model = heads[game]
+        if latent.objective != "dynamics":
+            steps = max(1, latent.world_model.epochs * len(sampler) // (latent.batch_size * 4))
+            wm_loss = fit_world_model(models, sampler, config, meter, steps)
+    per_game = {}
+    for game, d in datasets.items():
+        models.world_model = heads[game]
+        per_game[game] = heldout_metrics(models, d, splits[game][1], config)
+    models.world_model = heads[games[0]]
     metrics = {
         "objective": latent.objective,
         "latent_dim": latent.latent_dim,
@@ -204,9 +230,19 @@ def train_latent_models(
         "gradient_checkpointing": latent.gradient_checkpointing,
         "encoder_train_s": round(encoder_s, 2),
         "pretrain_flops": meter.pretrain_flops,
-        **heldout_metrics(models, data, test_steps, config),
+        **(per_game[games[0]] if len(games) == 1 else {"games": games, "per_game": per_game, **mean_figures(per_game)}),
     }
     return models, metrics
+
+
+def mean_figures(per_game: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """The mean over games of every numeric held-out figure that all games have."""
+    keys = [k for k, v in next(iter(per_game.values())).items() if isinstance(v, int | float)]
+    return {
+        k: round(float(np.mean([m[k] for m in per_game.values()])), 4)
+        for k in keys
+        if all(isinstance(m.get(k), int | float) for m in per_game.values())
+    }
 
 
 @torch.no_grad()
@@ -267,34 +303,46 @@ def multistep_error(models: LatentModels, data: FrameDataset, steps: np.ndarray,
 
 
 def pretrain_encoder(
-    config: ExperimentConfig, out_dir: Path, dataset: Path | None = None, probe: bool = True
+    config: ExperimentConfig,
+    out_dir: Path,
+    dataset: Path | None = None,
+    probe: bool = True,
+    games: list[str] | None = None,
 ) -> dict[str, Any]:
     """Collect (unless ``dataset`` is given), train, probe, save ``encoder.pt``; log and register in MLflow.
 
-    Writes ``dataset.npz`` (when collected), ``encoder.pt``, ``metrics.json`` and ``summary.json``
-    to ``out_dir`` and registers ``<game>-encoder`` (version score: the ball probe R^2).
+    ``games`` (default ``latent.pretrain_games``, else ``env.id``): with several, one shared encoder
+    trains on frames of all of them, with a world-model head per game. Writes the dataset
+    (``dataset.npz``, or ``dataset-<game>.npz`` per game), ``encoder.pt``, ``metrics.json`` and
+    ``summary.json`` to ``out_dir`` and registers ``<config name>-encoder`` (version score: the
+    ball probe R^2, the mean over the probed games).
     """
+    games = check_games(games or config.latent.pretrain_games or [config.env.id])
+    if dataset is not None and len(games) > 1:
+        raise ConfigError("--dataset holds one game's frames; drop it to collect frames of every --games game")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     started = time.perf_counter()
     meter = CostMeter()
-    if dataset is None:
-        data = collect_frames(config)
-        sha = data.save(out / "dataset.npz")
+    if len(games) > 1:
+        data: FrameDataset | dict[str, FrameDataset] = collect_games(config, games)
+        sha = save_games(data, out)
+        frames = sum(len(d) for d in data.values())
     else:
-        data = load_dataset(dataset)
-        sha = data.content_hash()
+        config = config if games[0] == config.env.id else game_config(config, games[0])
+        data = collect_frames(config) if dataset is None else load_dataset(dataset)
+        sha = data.save(out / "dataset.npz") if dataset is None else data.content_hash()
+        frames = len(data)
     models, metrics = train_latent_models(config, data, meter)
     metrics["dataset_sha256"] = sha
-    metrics["dataset_frames"] = len(data)
+    metrics["dataset_frames"] = frames
     if probe:
-        lookup = _ceiling_in_mlflow if config.tracking.enabled else None
-        metrics.update(probe_latent(models.encoder, config, ceiling_lookup=lookup))
+        metrics.update(probe_games(models, config, games))
     # What making these models cost travels with them: a run that loads them lists it as shared pretraining.
-    models.metadata = {"env_id": config.env.id, "objective": config.latent.objective, "dataset_sha256": sha,
-                       "pretrain_flops": meter.total_flops}  # fmt: skip
+    models.metadata = {"env_id": games[0], "games": games, "objective": config.latent.objective,
+                       "dataset_sha256": sha, "pretrain_flops": meter.total_flops}  # fmt: skip
     save_latent(out / "encoder.pt", models)
     atomic_write_bytes(out / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
     summary: dict[str, Any] = {
@@ -306,6 +354,7 @@ def pretrain_encoder(
         **{k: v for k, v in metrics.items() if not isinstance(v, dict)},
         "wall_s": round(time.perf_counter() - started, 3),
         "encoder_parameters": sum(p.numel() for p in models.encoder.parameters()),
+        **{k: metrics[k] for k in ("per_game", "probe") if k in metrics},
         "mlflow_run_id": None,
         "model_uri": None,
     }
@@ -313,6 +362,24 @@ def pretrain_encoder(
         summary.update(_log_encoder(config, out, models, summary))
     atomic_write_bytes(out / "summary.json", (json.dumps(summary, indent=2) + "\n").encode())
     return summary
+
+
+def probe_games(models: LatentModels, config: ExperimentConfig, games: list[str]) -> dict[str, Any]:
+    """The RAM probe on every game that has probe labels; several: per game, plus the means."""
+    from frugalrl.latent.multigame import game_config
+    from frugalrl.latent.probe import PROBE_LABELS
+
+    lookup = _ceiling_in_mlflow if config.tracking.enabled else None
+    probed = [g for g in games if ale_game_name(g) in PROBE_LABELS]
+    if len(games) == 1:
+        return probe_latent(models.encoder, config, ceiling_lookup=lookup) if probed else {}
+    results = {g: probe_latent(models.encoder, game_config(config, g), ceiling_lookup=lookup) for g in probed}
+    out: dict[str, Any] = {"probe": results}
+    for key in ("ball_r2_mlp", "paddle_r2_mlp", "ball_ceiling_r2"):
+        if results:
+            out[key] = round(float(np.mean([r[key] for r in results.values()])), 4)
+        out.update({f"{ale_game_name(g)}_{key}": r[key] for g, r in results.items()})
+    return out
 
 
 def _ceiling_in_mlflow(key: str) -> dict[str, float] | None:

@@ -1,4 +1,8 @@
-"""``encoder.pt``: the frame encoder, its decoder and the latent world model, saved together.
+"""``encoder.pt``: the frame encoder, its decoder and the latent world model(s), saved together.
+
+An encoder pretrained on several games (``frugalrl pretrain encoder --games ...``) carries one
+world-model head per game (each game has its own actions and dynamics); ``heads`` maps the game
+id to its head and ``world_model`` is the head in use (``for_game``).
 
 One file, loadable with ``torch.load(weights_only=True)``, written atomically; a run directory,
 a path or an MLflow URI (``models:/breakout-encoder@champion``) all resolve to it.
@@ -27,6 +31,20 @@ class LatentModels:
     decoder: FrameDecoder
     world_model: LatentWorldModel
     metadata: dict[str, Any] = field(default_factory=dict)
+    heads: dict[str, LatentWorldModel] = field(default_factory=dict)
+
+    @property
+    def games(self) -> list[str]:
+        """The games the encoder was trained on (one for a single-game encoder)."""
+        return list(self.metadata.get("games") or ([self.metadata["env_id"]] if "env_id" in self.metadata else []))
+
+    def for_game(self, game: str) -> LatentModels:
+        """Use ``game``'s world-model head (KeyError when the encoder never saw the game)."""
+        if self.heads:
+            self.world_model = self.heads[game]
+        elif game not in self.games:
+            raise KeyError(game)
+        return self
 
 
 def save_latent(path: Path, models: LatentModels) -> None:
@@ -40,6 +58,7 @@ def save_latent(path: Path, models: LatentModels) -> None:
             "decoder": models.decoder.state_dict(),
             "world_model": models.world_model.state_dict(),
             "metadata": models.metadata,
+            "heads": {game: {"spec": wm.spec(), "state": wm.state_dict()} for game, wm in models.heads.items()},
         },
         buffer,
     )
@@ -57,7 +76,11 @@ def load_latent_file(path: Path) -> LatentModels:
     wm_spec = blob["world_model_spec"]
     world_model = LatentWorldModel(wm_spec["latent_dim"], wm_spec["num_actions"], wm_spec["hidden"])
     world_model.load_state_dict(blob["world_model"])
-    return LatentModels(encoder, decoder, world_model, dict(blob.get("metadata", {})))
+    heads = {}
+    for game, head in blob.get("heads", {}).items():  # absent in single-game files
+        heads[game] = LatentWorldModel(head["spec"]["latent_dim"], head["spec"]["num_actions"], head["spec"]["hidden"])
+        heads[game].load_state_dict(head["state"])
+    return LatentModels(encoder, decoder, world_model, dict(blob.get("metadata", {})), heads)
 
 
 def load_latent(uri: str | Path) -> LatentModels:

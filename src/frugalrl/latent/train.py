@@ -38,6 +38,7 @@ from frugalrl.latent.dataset import collect_frames
 from frugalrl.latent.encoder import encode
 from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
 from frugalrl.latent.pretrain import train_latent_models
+from frugalrl.latent.quality import world_model_quality
 from frugalrl.latent.store import LatentModels, load_latent, save_latent
 from frugalrl.nets.policy import ExportedPolicy
 
@@ -67,14 +68,15 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
                 f"latent.encoder_from {latent.encoder_from}: encoder has {spec}, the config asks for {wanted}; "
                 "set latent.latent_dim / env.atari to match it"
             )
-        # Made elsewhere, possibly shared by many runs: listed by name (None: saved before costs were kept).
-        meter.add_pretrained(f"encoder {latent.encoder_from}", models.metadata.get("pretrain_flops"))
-        source_game = models.metadata.get("env_id")
-        if source_game == config.env.id and latent.encoder_mode == "frozen":
+        # Made once, for many runs (a registered encoder): listed by name as a shared cost (None: saved
+        # before costs were kept), apart from what this run alone costs (``per_run_flops``).
+        meter.add_pretrained(f"encoder {latent.encoder_from}", models.metadata.get("pretrain_flops"), shared=True)
+        if config.env.id in models.games and latent.encoder_mode == "frozen":
+            models.for_game(config.env.id)
             data = collect_frames(config, steps=min(latent.collect_steps, 2048))  # start latents only
-            note = f"encoder and world model from {latent.encoder_from}"
+            note = f"encoder and world model from {latent.encoder_from} ({config.env.id}'s head)"
         else:
-            models, data, note = _transfer(models, source_game, config, meter, out)
+            models, data, note = _transfer(models, config, meter, out)
     else:
         data = collect_frames(config)
         models, metrics = train_latent_models(config, data, meter)
@@ -93,12 +95,14 @@ def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tup
 
 
 def _transfer(
-    models: LatentModels, source_game: str | None, config: ExperimentConfig, meter: CostMeter, out: Path
+    models: LatentModels, config: ExperimentConfig, meter: CostMeter, out: Path
 ) -> tuple[LatentModels, Any, str]:
-    """A pretrained encoder on another game (or to fine-tune): adapt it, and learn this game's world model.
+    """A pretrained encoder on a game it never saw (or to fine-tune): adapt it, learn this game's world model.
 
-    The world model never transfers across games (other actions, other dynamics); it is fitted
-    afresh on frames of this game. ``encoder_mode: finetune`` first trains the encoder on them.
+    The world model never transfers across games (other actions, other dynamics): a game the
+    encoder was trained on keeps its head, any other gets a new one fitted on frames of this game.
+    ``encoder_mode: finetune`` first trains the encoder on them. The saved ``encoder.pt`` holds
+    this game's head only.
     """
     from frugalrl.latent.pretrain import TransitionSampler, fit_world_model, heldout_metrics
     from frugalrl.latent.world_model import LatentWorldModel
@@ -106,9 +110,12 @@ def _transfer(
     latent = config.latent
     data = collect_frames(config)
     num_actions = int(data.meta["num_actions"])
-    same_game = source_game == config.env.id
-    if not same_game or models.world_model.num_actions != num_actions:
+    source_games = models.games
+    if config.env.id in source_games:
+        models.for_game(config.env.id)
+    if config.env.id not in source_games or models.world_model.num_actions != num_actions:
         models.world_model = LatentWorldModel(latent.latent_dim, num_actions, latent.world_model.hidden)
+    models.heads = {}
     if latent.encoder_mode == "finetune":
         models, _ = train_latent_models(config, data, meter, start=models)
     train_steps, test_steps = data.split(latent.holdout_fraction)
@@ -116,15 +123,15 @@ def _transfer(
     steps = max(1, latent.world_model.epochs * len(sampler) // (latent.batch_size * 4))
     fit_world_model(models, sampler, config, meter, steps)
     metrics = heldout_metrics(models, data, test_steps, config)
-    models.metadata = {**models.metadata, "env_id": config.env.id, "transferred_from": source_game,
-                       "pretrain_flops": meter.pretrain_flops}  # fmt: skip
+    models.metadata = {**models.metadata, "env_id": config.env.id, "games": [config.env.id],
+                       "transferred_from": source_games, "pretrain_flops": meter.pretrain_flops}  # fmt: skip
     save_latent(out / "encoder.pt", models)
     atomic_write_bytes(out / "encoder_metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
     return (
         models,
         data,
         (
-            f"encoder from {latent.encoder_from} ({source_game}, {latent.encoder_mode}); "
+            f"encoder from {latent.encoder_from} ({', '.join(source_games)}, {latent.encoder_mode}); "
             f"world model fitted on {config.env.id} (held-out PSNR {metrics['psnr_db']} dB)"
         ),
     )
@@ -333,6 +340,12 @@ class LatentCurriculum(LearnerBase):
         }
         if self.lora:
             extra.update(lora_updates=self.lora.agent.update, lora_trainable_parameters=self.lora.trainable)
+        if self.real.update > 0:  # the world model against the last real latent rollout (frugalrl.latent.quality)
+            real = self.real
+            extra.update(world_model_quality(
+                self.models.world_model, real.policy, real.obs, real.actions, real.rewards, real.dones,
+                self.config.latent.world_model.horizon, seed=self.config.seed,
+            ))  # fmt: skip
         return extra
 
     def exported_policy(self) -> ExportedPolicy:
