@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -167,3 +169,20 @@ def test_report_markdown_becomes_tables_lists_and_headings():
         "<td><strong>76.7</strong></td></tr></table><ul><li>one <code>x</code></li><li>two</li></ul>"
         "<p>text &lt;b&gt;</p>"
     )
+
+
+def test_report_plots_the_world_model_against_real_play_for_latent_runs(tmp_path):
+    from frugalrl.report import Branch, RunInput, build_report
+
+    quality = {"wm_horizon_k": 16.0, "wm_latent_error_k": 0.01, "wm_latent_error_k_copy": 0.02,
+               "wm_reward_accuracy": 0.97, "wm_reward_accuracy_nonzero": None, "wm_done_accuracy": 0.99,
+               "wm_imagined_return": 0.5, "wm_real_return": 1.25}  # fmt: skip
+    for name, extra in (("latent", quality), ("pixel", {})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({"algo": "ppo", "eval_mean": 1.0, **extra}))
+    runs = [RunInput("latent", tmp_path / "latent"), RunInput("pixel", tmp_path / "pixel")]
+    text = build_report([Branch("latent", runs)])
+    section = text.split("<h3>World model against real play</h3>")[1]
+    assert "0.0100 / 0.0200" in section and "0.50 / 1.25" in section and "0.970 (-)" in section
+    assert "data:image/png;base64," in section and "<td>pixel</td>" not in section  # only runs that have one
+    assert "World model against real play" not in build_report([Branch("pixel", runs[1:])])

@@ -94,6 +94,49 @@ def _cost(runs: list[RunInput]) -> str:
     return _table(header, rows)
 
 
+def _world_model(runs: list[RunInput]) -> str:
+    """The latent runs' world model against their real play (``frugalrl.latent.quality``): table and bars."""
+    measured = [(run.label, run.summary) for run in runs if run.summary.get("wm_latent_error_k") is not None]
+    if not measured:
+        return ""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def fmt(value: Any, spec: str = "{:.3f}") -> str:
+        return "-" if value is None else spec.format(value)
+
+    rows = [[label, fmt(s.get("wm_horizon_k"), "{:.0f}"),
+             f"{fmt(s['wm_latent_error_k'], '{:.4f}')} / {fmt(s['wm_latent_error_k_copy'], '{:.4f}')}",
+             f"{fmt(s.get('wm_reward_accuracy'))} ({fmt(s.get('wm_reward_accuracy_nonzero'))})",
+             fmt(s.get("wm_done_accuracy")),
+             f"{fmt(s.get('wm_imagined_return'), '{:.2f}')} / {fmt(s.get('wm_real_return'), '{:.2f}')}"]
+            for label, s in measured]  # fmt: skip
+    header = ["run", "k", "k-step latent error: model / copy-last", "reward accuracy (on rewarded steps)",
+              "termination accuracy", "return over k steps: imagined / real"]  # fmt: skip
+    fig, (error_ax, return_ax) = plt.subplots(1, 2, figsize=(9, 3.5))
+    x = range(len(measured))
+    width = 0.38
+    for ax, (a, b), names in (
+        (error_ax, ("wm_latent_error_k", "wm_latent_error_k_copy"), ("world model", "copy-last")),
+        (return_ax, ("wm_imagined_return", "wm_real_return"), ("imagined", "real")),
+    ):
+        ax.bar([i - width / 2 for i in x], [s[a] or 0.0 for _, s in measured], width, label=names[0])
+        ax.bar([i + width / 2 for i in x], [s[b] or 0.0 for _, s in measured], width, label=names[1])
+        ax.set_xticks(list(x), [label for label, _ in measured], rotation=15)
+        ax.legend()
+        ax.grid(alpha=0.3, axis="y")
+    error_ax.set_title("k-step latent error (lower is better)")
+    return_ax.set_title("return over k steps, same starts")
+    fig.tight_layout()
+    plot = _png(fig)
+    plt.close(fig)
+    note = ("<p>On each run's last real rollout: a world model that does not beat copy-last, or whose "
+            "imagined return differs from the real one, teaches the policy another game.</p>")  # fmt: skip
+    return note + _table(header, rows) + plot
+
+
 def _ratios(runs: list[RunInput], baseline: RunInput) -> str:
     base = baseline.summary
     rows = []
@@ -200,6 +243,9 @@ def _branch(branch: Branch) -> str:
         parts += ["<h3>Learning curve</h3>", _curves(curved)]
     if branch.runs:
         parts += ["<h3>Cost per stage</h3>", _cost(branch.runs)]
+        quality = _world_model(branch.runs)
+        if quality:
+            parts += ["<h3>World model against real play</h3>", quality]
     if branch.peft_dir is not None and (branch.peft_dir / "peft_table.md").is_file():
         parts += ["<h3>PEFT comparison</h3>", _markdown((branch.peft_dir / "peft_table.md").read_text())]
         plot = branch.peft_dir / "peft_plot.png"
