@@ -784,6 +784,7 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("tracking", "timeout_s"): 10.0,
     ("tracking", "retries"): 2,
     ("promotion", "pair_seeds"): True,
+    ("latent", "pretrain_games"): [],
 }
 
 
