@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -67,7 +68,7 @@ VARIANTS: dict[str, list[str]] = {
     "adaptive": [f"latent.curriculum.stages={STAGES}", "latent.curriculum.mode=adaptive"],
     "lora": [f"latent.curriculum.stages={STAGES}", "latent.encoder_adapter=lora"],
 }
-HELD_OUT_VARIANTS = {"real": [], "finetune": ["latent.encoder_mode=finetune"]}
+HELD_OUT_VARIANTS = {"real": VARIANTS["real"], "finetune": [*VARIANTS["real"], "latent.encoder_mode=finetune"]}
 DESCRIPTIONS = {
     "pixel": "pixel PPO (Nature CNN)",
     "real": "latent, frozen shared encoder, 100% real",
@@ -108,10 +109,21 @@ def learning_curve(run_dir: Path) -> tuple[float | None, float | None]:
     return (scores[0], statistics.mean(scores[:10])) if scores else (None, None)
 
 
-def _run(args: list[str], cwd: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "frugalrl.cli", *args], capture_output=True, text=True, cwd=cwd)
+def _run(args: list[str], cwd: Path) -> float:
+    """Run one ``frugalrl`` command; its CPU seconds (user + system, all its threads).
+
+    CPU seconds are the time figure that survives a shared machine: two runs at once on two
+    cores stretch each other's wall-clock, not the CPU work each needs.
+    """
+    log = cwd / f"run-{os.getpid()}-{threading.get_ident()}.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "frugalrl.cli", *args], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=cwd)  # fmt: skip
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:3])} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+        raise RuntimeError(f"{' '.join(args[:3])} failed: {log.read_text().strip().splitlines()[-1:]}")
+    return usage.ru_utime + usage.ru_stime
 
 
 def _sets(items: list[str]) -> list[str]:
@@ -122,8 +134,8 @@ def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
     """One encoder on all ``--games`` (never the held-out ones); its row is kept like a run's."""
     out = (args.encoder_dir or workdir) / "encoder"
     sets = [f"latent.pretrain_updates={args.pretrain_updates}", f"latent.collect_steps={args.collect_steps}"]
-    _run(["pretrain", "encoder", "-c", str(CONFIGS / "atari100k-encoder.yaml"), "-o", str(out),
-          "--games", *args.games, *_sets(sets)], workdir)  # fmt: skip
+    cpu_s = _run(["pretrain", "encoder", "-c", str(CONFIGS / "atari100k-encoder.yaml"), "-o", str(out),
+                  "--games", *args.games, *_sets(sets)], workdir)  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     row = {
         "protocol": PROTOCOL,
@@ -133,6 +145,7 @@ def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
         "dataset_frames": summary["dataset_frames"],
         "pretrain_flops": summary["total_flops"],
         "wall_s": summary["wall_s"],
+        "cpu_s": cpu_s,
         "psnr_db": summary["psnr_db"],
         "per_game": summary.get("per_game", {}),
         "probe": {k: v for k, v in summary.items() if k.startswith(("ball_", "paddle_")) or "_r2_" in k},
@@ -143,16 +156,33 @@ def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
     return out
 
 
+def wait_for(path: Path, timeout_s: float = 4 * 3600) -> None:
+    """An encoder another invocation (``--encoder-only``) is still making: pixel runs go on meanwhile."""
+    import time
+
+    waited = 0.0
+    while not path.is_file():
+        if waited > timeout_s:
+            raise RuntimeError(
+                f"{path} did not appear within {timeout_s / 3600:.0f} h; pretrain it with --encoder-only"
+            )
+        time.sleep(15)
+        waited += 15
+
+
 def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argparse.Namespace, workdir: Path) -> None:
     run_dir = Path(tempfile.mkdtemp(dir=workdir)) / variant
     common = [f"seed={seed}", f"env.id={game}", f"eval.episodes={args.eval_episodes}"]
     if variant == "pixel":
-        _run(["train", str(CONFIGS / "atari100k-ppo.yaml"), "--out", str(run_dir),
+        cpu_s = _run(["train", str(CONFIGS / "atari100k-ppo.yaml"), "--out", str(run_dir),
               *_sets([*common, f"ppo.total_timesteps={args.steps}"])], workdir)  # fmt: skip
     else:
+        wait_for(encoder / "encoder.pt")
         extra = HELD_OUT_VARIANTS[variant] if game in args.held_out else VARIANTS[variant]
+        if variant == "finetune":
+            extra = [*extra, f"latent.pretrain_updates={args.finetune_updates}"]
         sets = [*common, f"total_real_steps={args.steps}", f"latent.encoder_from={encoder}", *extra]
-        _run(["train", str(CONFIGS / "atari100k-latent.yaml"), "--out", str(run_dir), *_sets(sets)], workdir)
+        cpu_s = _run(["train", str(CONFIGS / "atari100k-latent.yaml"), "--out", str(run_dir), *_sets(sets)], workdir)
     summary = json.loads((run_dir / "summary.json").read_text())
     shared = summary.get("shared_pretrain_flops", 0.0)
     first, early = learning_curve(run_dir)
@@ -173,6 +203,8 @@ def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argp
         "shared_pretrain_flops": shared,
         "config_hash": summary["config_hash"],
         "train_s": summary["wall_s"] - summary["eval_s"],
+        "cpu_s": summary["cpu_s"],  # the run's process before its evaluation (start-up included)
+        "command_cpu_s": cpu_s,  # the whole command, evaluation included
         "first_score": first,
         "early_score": early,
         **{key: summary.get(key) for key in QUALITY},
@@ -236,6 +268,12 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
         "per-run FLOPs: learning + acting (frame encoding included) + any pretraining done inside the run; "
         "the shared encoder's pretraining is listed once below, not in each run",
         "ratios: ratio of medians / median of per-seed ratios, against pixel PPO at the same seed",
+        "time: CPU seconds of the run's process up to its evaluation (all threads; they do not stretch when "
+        "runs share the machine) and wall-clock training seconds (which do: see the load figures); "
+        f"{first.get('workers', '?')} runs at a time, one torch thread each",
+        "a held-out game's latent runs fit its world model inside the run on `latent.collect_steps` random-play "
+        "frames (configs/atari100k-latent.yaml; a per-run cost); the fine-tuned row first trains the encoder "
+        f"{first.get('finetune_updates', '?')} updates on them",
     ])]  # fmt: skip
     parts = ["\n".join(lines)]
     if encoder:
@@ -247,9 +285,10 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
             f"{encoder['pretrain_flops'] / 1e12:.2f} TFLOPs, {encoder['wall_s']:.0f} s, held-out PSNR "
             f"{encoder['psnr_db']} dB" + (f"; RAM probe: {probe_text}" if probe_text else "")
         )
-    shared = encoder["pretrain_flops"] if encoder else 0.0
+    shared = encoder["pretrain_flops"] if encoder else None
     header = ["variant", "seeds", "score median", "IQM (episodes)", "human-norm. median", "real frames",
-              "virtual steps", "per-run TFLOPs", "FLOPs / pixel", "time / pixel", "break-even vs pixel"]  # fmt: skip
+              "virtual steps", "per-run TFLOPs", "FLOPs / pixel", "CPU time / pixel", "wall-clock / pixel",
+              "break-even vs pixel"]  # fmt: skip
     for game in dict.fromkeys(r["game"] for r in runs):
         rows = [r for r in runs if r["game"] == game]
         pixel = {r["seed"]: r for r in rows if r["variant"] == "pixel"}
@@ -270,8 +309,9 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                 f"{statistics.median(r['virtual_env_steps'] for r in mine):,.0f}",
                 f"{flops / 1e12:.2f}",
                 "-" if variant == "pixel" else _ratio_cells(mine, pixel, "per_run_flops"),
+                "-" if variant == "pixel" else _ratio_cells(mine, pixel, "cpu_s"),
                 "-" if variant == "pixel" else _ratio_cells(mine, pixel, "train_s"),
-                "-" if variant == "pixel" or pixel_flops is None else break_even(shared, flops, pixel_flops),
+                "-" if variant == "pixel" or None in (pixel_flops, shared) else break_even(shared, flops, pixel_flops),
             ])  # fmt: skip
         title = f"**{game}**" + (" (held out: the shared encoder never saw this game)" if rows[0]["held_out"] else "")
         parts.append(f"{title}\n\n" + _report.markdown_table(header, table))
@@ -291,7 +331,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                   "termination accuracy", "return over k steps: imagined / real"]  # fmt: skip
         parts.append("**World model at the end of each run** (medians over seeds; on the run's last real rollout, "
                      "k = the world model's virtual horizon)\n\n" + _report.markdown_table(header, table))  # fmt: skip
-    held = [r for r in runs if r["held_out"] and r["variant"] != "pixel"]
+    held = [r for r in runs if r["held_out"]]
     if held:
         table = []
         for variant in dict.fromkeys(r["variant"] for r in held):
@@ -304,7 +344,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                 _report.fmt_mmm(early, "{:.1f}") if early else "-",
                 _report.fmt_mmm([r["score"] for r in mine], "{:.1f}"),
             ])  # fmt: skip
-        header = ["game", "encoder", "seeds", "first training score", "mean of first 10 training episodes",
+        header = ["game", "run", "seeds", "first training score", "mean of first 10 training episodes",
                   "final score"]  # fmt: skip
         parts.append("**Transfer to an unseen game** (head start on frames the shared encoder never saw)\n\n"
                      + _report.markdown_table(header, table))  # fmt: skip
@@ -321,6 +361,7 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--pretrain-updates", type=int, default=3000, help="shared encoder's updates")
     parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per game")
+    parser.add_argument("--finetune-updates", type=int, default=500, help="encoder updates on a held-out game")
     parser.add_argument("--encoder", type=Path, help="a shared encoder made by an earlier --encoder-only run")
     parser.add_argument("--encoder-only", action="store_true", help="pretrain the shared encoder, keep its row, stop")
     parser.add_argument("--encoder-dir", type=Path, help="where --encoder-only keeps the encoder (default: a temp dir)")
@@ -336,6 +377,8 @@ def main() -> None:
             eval_episodes=args.eval_episodes,
             collect_steps=args.collect_steps,
             pretrain_updates=args.pretrain_updates,
+            finetune_updates=args.finetune_updates,
+            workers=args.workers,
         )
         workdir = Path(tempfile.mkdtemp(prefix="latent-vs-pixel-"))
         latent = [v for v in args.variants if v != "pixel"]
@@ -343,11 +386,12 @@ def main() -> None:
         if args.encoder_only:
             print(f"shared encoder: {encoder} (pass it to --encoder)")
             return
-        jobs = [(game, seed, variant) for seed in range(1, args.seeds + 1) for game in args.games
-                for variant in args.variants]  # fmt: skip
         held_variants = [v for v in ["pixel", *HELD_OUT_VARIANTS] if v in args.variants or (v != "pixel" and latent)]
-        jobs += [(game, seed, variant) for seed in range(1, args.seeds + 1) for game in args.held_out
-                 for variant in held_variants]  # fmt: skip
+        # Pixel runs first (they need no encoder), then seed by seed, so a stopped run leaves whole seeds.
+        jobs = [(game, seed, variant) for seed in range(1, args.seeds + 1)
+                for games, variants in ((args.games, args.variants), (args.held_out, held_variants))
+                for game in games for variant in variants]  # fmt: skip
+        jobs.sort(key=lambda job: job[2] != "pixel")
         with ThreadPoolExecutor(args.workers) as pool:
             for job in [pool.submit(run_one, *j, encoder, args, workdir) for j in jobs]:
                 job.result()

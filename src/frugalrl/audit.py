@@ -29,7 +29,7 @@ from frugalrl.errors import FrugalError, TrackingError
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.registry import registry_client
 
-TIMING_KEYS = {"sps", "wall_s", "eval_s", "train_s", "env_s", "act_s", "learn_s", "peak_rss_mb"}
+TIMING_KEYS = {"sps", "wall_s", "eval_s", "train_s", "env_s", "act_s", "learn_s", "peak_rss_mb", "cpu_s", "eval_cpu_s"}
 OUTCOME_KEYS = ("eval_returns", "eval_mean", "eval_std", "eval_iqm", "real_env_steps", "virtual_env_steps",
                 "train_flops", "backward_samples", "forward_samples")  # fmt: skip
 

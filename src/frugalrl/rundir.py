@@ -164,6 +164,9 @@ def finish_run(
     if techniques is None:
         techniques = list(agent.techniques)
     save_policy(out / "policy.pt", policy, config)
+    # CPU seconds of this process (every thread): on a shared machine they, unlike wall-clock, do not
+    # stretch with what else runs; ``cpu_s`` is everything before the evaluation.
+    cpu_s = time.process_time()
     started = time.perf_counter()
     result = evaluate_policy(policy, config.env, config.eval.episodes, config.eval.seed, config.eval.deterministic)
     eval_s = time.perf_counter() - started
@@ -178,6 +181,8 @@ def finish_run(
         **meter.summary(),
         **result.metrics(),
         "eval_s": round(eval_s, 3),
+        "cpu_s": round(cpu_s, 3),
+        "eval_cpu_s": round(time.process_time() - cpu_s, 3),
         "eval_returns": result.returns,
         "updates": agent.update,
         "flops_per_sample": meter.flops_per_sample,
