@@ -387,11 +387,12 @@ def main() -> None:
             print(f"shared encoder: {encoder} (pass it to --encoder)")
             return
         held_variants = [v for v in ["pixel", *HELD_OUT_VARIANTS] if v in args.variants or (v != "pixel" and latent)]
-        # Pixel runs first (they need no encoder), then seed by seed, so a stopped run leaves whole seeds.
+        # Pixel runs first (they need no encoder), then the latent ones seed by seed, so a stopped run leaves
+        # whole seeds; a held-out game's pixel reference last.
         jobs = [(game, seed, variant) for seed in range(1, args.seeds + 1)
                 for games, variants in ((args.games, args.variants), (args.held_out, held_variants))
                 for game in games for variant in variants]  # fmt: skip
-        jobs.sort(key=lambda job: job[2] != "pixel")
+        jobs.sort(key=lambda job: 1 if job[2] != "pixel" else (2 if job[0] in args.held_out else 0))
         with ThreadPoolExecutor(args.workers) as pool:
             for job in [pool.submit(run_one, *j, encoder, args, workdir) for j in jobs]:
                 job.result()
