@@ -136,3 +136,21 @@ def test_bad_games_are_one_line_errors(args, message, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "out" / "encoder.pt").exists()
+
+
+def test_a_shared_encoder_is_probed_on_every_game_with_labels(shared, monkeypatch):
+    """Breakout has probe labels, Boxing none: one probe, reported per game and as the mean."""
+    from frugalrl.latent import pretrain
+
+    asked = []
+
+    def fake_probe(encoder, config, ceiling_lookup=None):
+        asked.append(config.env.id)
+        return {"ball_r2_mlp": 0.5, "paddle_r2_mlp": 0.95, "ball_ceiling_r2": 0.9}
+
+    monkeypatch.setattr(pretrain, "probe_latent", fake_probe)
+    _, models, _ = shared
+    figures = pretrain.probe_games(models, breakout(), ["ALE/Breakout-v5", "ALE/Boxing-v5"])
+    assert asked == ["ALE/Breakout-v5"]
+    assert figures["breakout_ball_r2_mlp"] == 0.5 and figures["ball_r2_mlp"] == 0.5
+    assert set(figures["probe"]) == {"ALE/Breakout-v5"}
