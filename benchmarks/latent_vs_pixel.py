@@ -253,6 +253,37 @@ def break_even(shared: float, latent: float, pixel: float) -> str:
     return f"{shared / (pixel - latent):.1f} runs"
 
 
+def encoder_tables(encoder: dict) -> str:
+    """The shared encoder's RAM probe against the issue's targets, and its world-model heads on held-out frames."""
+    probe = encoder.get("probe", {})
+    games = sorted({k.split("_ball_r2_mlp")[0] for k in probe if k.endswith("_ball_r2_mlp") and k != "ball_r2_mlp"})
+    rows = []
+    for game in games:
+        ball, ceiling, paddle = (probe.get(f"{game}_{k}") for k in ("ball_r2_mlp", "ball_ceiling_r2", "paddle_r2_mlp"))
+        rows.append([game, f"{ball:.3f}", f"{ceiling:.3f}", "yes" if ball >= ceiling / 2 else "no",
+                     f"{paddle:.3f}", "yes" if paddle >= 0.9 else "no"])  # fmt: skip
+    out = []
+    if rows:
+        header = ["game", "ball R^2 (MLP probe)", "CNN ceiling", "ball >= half the ceiling", "paddle R^2",
+                  "paddle >= 0.9"]  # fmt: skip
+        out.append(
+            "RAM probe of the shared latent (held-out frames of each game):\n\n" + _report.markdown_table(header, rows)
+        )
+    heads = encoder.get("per_game") or {}
+    if heads:
+        rows = [[game, f"{m['psnr_db']:.2f}", f"{m['latent_error_1']:.4f} / {m['latent_error_1_copy']:.4f}",
+                 "-" if m.get("latent_error_10") is None
+                 else f"{m['latent_error_10']:.4f} / {m['latent_error_10_copy']:.4f}",
+                 f"{m['reward_accuracy']:.3f}",
+                 "-" if m.get("reward_accuracy_nonzero") is None else f"{m['reward_accuracy_nonzero']:.3f}",
+                 f"{m['done_accuracy']:.3f}"] for game, m in heads.items()]  # fmt: skip
+        header = ["game", "PSNR dB", "1-step latent error: head / copy-last", "10-step: head / copy-last",
+                  "reward accuracy", "on rewarded steps", "termination accuracy"]  # fmt: skip
+        out.append("World-model heads after pretraining (held-out frames of each game):\n\n"
+                   + _report.markdown_table(header, rows))  # fmt: skip
+    return "\n\n".join(out)
+
+
 def report(results: list[dict], args: argparse.Namespace) -> str:
     runs, encoder = select(results)
     if not runs:
@@ -277,14 +308,14 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
     ])]  # fmt: skip
     parts = ["\n".join(lines)]
     if encoder:
-        probe = encoder.get("probe", {})
-        probe_text = ", ".join(f"{k} {v:.3f}" for k, v in sorted(probe.items()) if isinstance(v, int | float))
+        used = sum(1 for r in runs if r["variant"] != "pixel")
         parts.append(
             f"**Shared encoder** (pretrained once on {', '.join(encoder['games'])}; random play, "
-            f"{encoder['dataset_frames']:,} frames, dataset sha256 {encoder['dataset_sha256'][:12]}): "
-            f"{encoder['pretrain_flops'] / 1e12:.2f} TFLOPs, {encoder['wall_s']:.0f} s, held-out PSNR "
-            f"{encoder['psnr_db']} dB" + (f"; RAM probe: {probe_text}" if probe_text else "")
+            f"{encoder['dataset_frames']:,} frames, dataset sha256 {encoder['dataset_sha256'][:12]}; used by the "
+            f"{used} latent runs below): {encoder['pretrain_flops'] / 1e12:.2f} TFLOPs, {encoder['wall_s']:.0f} s "
+            f"wall-clock, mean held-out PSNR {encoder['psnr_db']} dB"
         )
+        parts.append(encoder_tables(encoder))
     shared = encoder["pretrain_flops"] if encoder else None
     header = ["variant", "seeds", "score median", "IQM (episodes)", "human-norm. median", "real frames",
               "virtual steps", "per-run TFLOPs", "FLOPs / pixel", "CPU time / pixel", "wall-clock / pixel",
