@@ -125,7 +125,7 @@ def test_runs_on_the_shared_encoder_count_it_as_shared_and_transfer_to_an_unseen
         (["--games", "ALE/NoSuchGame-v5"], "no such ALE game"),
         (["--games", "CartPole-v1", "ALE/Pong-v5"], "reads Atari screens"),
         (["--games", "ALE/Pong-v5", "ALE/Pong-v5"], "listed twice"),
-        (["--games", "ALE/Breakout-v5", "ALE/Pong-v5", "--dataset", "d.npz"], "drop it"),
+        (["--games", "ALE/Breakout-v5", "ALE/Pong-v5", "--dataset", "d.npz"], "drop the dataset"),
     ],
 )
 def test_bad_games_are_one_line_errors(args, message, tmp_path, capsys):

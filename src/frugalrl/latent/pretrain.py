@@ -319,7 +319,10 @@ def pretrain_encoder(
     """
     games = check_games(games or config.latent.pretrain_games or [config.env.id])
     if dataset is not None and len(games) > 1:
-        raise ConfigError("--dataset holds one game's frames; drop it to collect frames of every --games game")
+        raise ConfigError(
+            f"a frame dataset ({dataset}) holds one game's frames, and {len(games)} games were asked for "
+            "(--games / latent.pretrain_games); drop the dataset so frames of every game are collected"
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if config.threads > 0:
