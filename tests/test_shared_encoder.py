@@ -154,3 +154,28 @@ def test_a_shared_encoder_is_probed_on_every_game_with_labels(shared, monkeypatc
     assert asked == ["ALE/Breakout-v5"]
     assert figures["breakout_ball_r2_mlp"] == 0.5 and figures["ball_r2_mlp"] == 0.5
     assert set(figures["probe"]) == {"ALE/Breakout-v5"}
+
+
+@pytest.mark.slow
+def test_pretrain_encoder_with_games_registers_atari_encoder_and_the_config_trains_on_it_by_uri(tmp_path, capsys):
+    from .conftest import REPO
+
+    shrink = ["latent.collect_steps=160", "latent.collect_envs=2", "latent.pretrain_updates=4", "threads=1",
+              "latent.champion_min_psnr_db=0"]  # fmt: skip
+    sets = [a for s in shrink for a in ("--set", s)]
+    cli_main(["pretrain", "encoder", "-c", str(REPO / "configs/atari100k-encoder.yaml"), "-o", str(tmp_path / "enc"),
+              "--games", "ALE/Breakout-v5", "ALE/Pong-v5", "--no-probe", *sets])  # fmt: skip
+    assert "registered atari-encoder version 1 (champion)" in capsys.readouterr().out
+    assert {p.name for p in (tmp_path / "enc").glob("dataset-*.npz")} == {"dataset-breakout.npz", "dataset-pong.npz"}
+    made = json.loads((tmp_path / "enc" / "summary.json").read_text())
+    assert made["games"] == ["ALE/Breakout-v5", "ALE/Pong-v5"] and set(made["per_game"]) == set(made["games"])
+
+    run = ["threads=1", "total_real_steps=256", "env.num_envs=2", "ppo.num_steps=128", "latent.virtual_num_envs=4",
+           "eval.episodes=1", "env.id=ALE/Pong-v5", "tracking.log_model=false"]  # fmt: skip
+    cli_main(["train", str(REPO / "configs/atari100k-latent.yaml"), "--out", str(tmp_path / "run"),
+              *[a for s in run for a in ("--set", s)]])  # fmt: skip
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    # the alias resolves to the version the run used: its lineage names the exact encoder
+    assert summary["pretrained_flops"] == {"encoder models:/atari-encoder/1": made["total_flops"]}
+    assert summary["shared_pretrain_flops"] == made["total_flops"]
+    assert "(ALE/Pong-v5's head)" in summary["encoder_note"]

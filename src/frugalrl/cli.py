@@ -139,7 +139,7 @@ def pretrain_encoder_command(
     """Pretrain the frame encoder and the latent world model(s); probe and register them.
 
     With several --games, one encoder trains on frames of all of them, with a world-model head per
-    game; it registers once as <config name>-encoder and runs use it by URI (latent.encoder_from).
+    game; it registers once, as atari-encoder, and runs use it by URI (latent.encoder_from).
     """
     from frugalrl.config import load_config
     from frugalrl.envs.registry import is_atari

@@ -314,8 +314,8 @@ def pretrain_encoder(
     ``games`` (default ``latent.pretrain_games``, else ``env.id``): with several, one shared encoder
     trains on frames of all of them, with a world-model head per game. Writes the dataset
     (``dataset.npz``, or ``dataset-<game>.npz`` per game), ``encoder.pt``, ``metrics.json`` and
-    ``summary.json`` to ``out_dir`` and registers ``<config name>-encoder`` (version score: the
-    ball probe R^2, the mean over the probed games).
+    ``summary.json`` to ``out_dir`` and registers ``<game>-encoder``, or ``atari-encoder`` for several
+    games (version score: the ball probe R^2, the mean over the probed games).
     """
     games = check_games(games or config.latent.pretrain_games or [config.env.id])
     if dataset is not None and len(games) > 1:
@@ -405,8 +405,8 @@ def _ceiling_in_mlflow(key: str) -> dict[str, float] | None:
 
 
 def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summary: dict) -> dict:
-    """MLflow run with the metrics and files; registers ``<game>-encoder`` (score: the ball probe R^2,
-    or the PSNR when the probe was skipped)."""
+    """MLflow run with the metrics and files; registers ``<game>-encoder``, or ``atari-encoder`` for several
+    games (score: the ball probe R^2, the mean over probed games, or the PSNR when the probe was skipped)."""
     from frugalrl.tracking.registry import log_and_register
 
     key, name = ("ball_r2_mlp", "ball_probe_r2") if "ball_r2_mlp" in summary else ("psnr_db", "psnr_db")
@@ -417,6 +417,10 @@ def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summ
     floors = {"psnr_db": (summary["psnr_db"], config.latent.champion_min_psnr_db)}
     if "ball_r2_mlp" in summary:
         floors["ball_r2_mlp"] = (summary["ball_r2_mlp"], config.latent.champion_min_ball_r2)
+    games = summary.get("games") or [config.env.id]
+    if len(games) > 1:  # one encoder for several games: registered once, as atari-encoder
+        tags["frugalrl.encoder.games"] = ",".join(games)
+    task = "atari" if len(games) > 1 else None
     return log_and_register(
-        config, f"{config.name}-encoder", summary, files, encoder, "encoder", key, name, example, tags, floors
+        config, f"{config.name}-encoder", summary, files, encoder, "encoder", key, name, example, tags, floors, task
     )

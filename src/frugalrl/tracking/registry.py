@@ -160,11 +160,12 @@ def log_and_register(
     input_example: Any = None,
     tags: dict[str, str] | None = None,
     floors: dict[str, tuple[float, float]] | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
     """One MLflow run for a pretrained model (encoder, evaluator): numeric summary as metrics, ``tags``, the
     files as artifacts, the module as a pickled MLflow PyTorch model carrying ``files[-1]``, then
-    registration as ``<task>-<kind>`` with ``summary[score_key]`` as its score, tagged ``score_name``
-    (alias ``champion`` moves when it improves)."""
+    registration as ``<task>-<kind>`` (task: the env's, unless given) with ``summary[score_key]`` as its
+    score, tagged ``score_name`` (alias ``champion`` moves when it improves)."""
     import mlflow
     import mlflow.pytorch
     import torch
@@ -184,7 +185,7 @@ def log_and_register(
             pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
         )
         run_id = tracker.run_id
-    name = f"{task_name(config.env.id)}-{kind}"
+    name = f"{task or task_name(config.env.id)}-{kind}"
     score = float(summary[score_key])
     version = register_model(info.model_uri, name, run_id, score, score_name)
     decision = promote_if_better(name, version, score, floors)
