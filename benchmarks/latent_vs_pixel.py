@@ -388,7 +388,9 @@ def main() -> None:
     parser.add_argument("--held-out", nargs="*", default=[], help="games left out of the encoder's frames")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100_000, help="agent (real env) steps per run")
-    parser.add_argument("--variants", nargs="+", default=["pixel", *VARIANTS], choices=["pixel", *VARIANTS])
+    every = list(dict.fromkeys(["pixel", *VARIANTS, *HELD_OUT_VARIANTS]))
+    parser.add_argument("--variants", nargs="+", default=every, choices=every,
+                        help="finetune: --held-out games only; lora, stages, adaptive: --games only")  # fmt: skip
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--pretrain-updates", type=int, default=3000, help="shared encoder's updates")
     parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per game")
@@ -417,11 +419,12 @@ def main() -> None:
         if args.encoder_only:
             print(f"shared encoder: {encoder} (pass it to --encoder)")
             return
-        held_variants = [v for v in ["pixel", *HELD_OUT_VARIANTS] if v in args.variants or (v != "pixel" and latent)]
+        held_variants = [v for v in ["pixel", *HELD_OUT_VARIANTS] if v in args.variants]
         # Pixel runs first (they need no encoder), then the latent ones seed by seed, so a stopped run leaves
         # whole seeds; a held-out game's pixel reference last.
         jobs = [(game, seed, variant) for seed in range(1, args.seeds + 1)
-                for games, variants in ((args.games, args.variants), (args.held_out, held_variants))
+                for games, variants in ((args.games, [v for v in args.variants if v != "finetune"]),
+                                        (args.held_out, held_variants))
                 for game in games for variant in variants]  # fmt: skip
         jobs.sort(key=lambda job: 1 if job[2] != "pixel" else (2 if job[0] in args.held_out else 0))
         with ThreadPoolExecutor(args.workers) as pool:
