@@ -318,7 +318,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
         parts.append(encoder_tables(encoder))
     shared = encoder["pretrain_flops"] if encoder else None
     header = ["variant", "seeds", "score median", "IQM (episodes)", "human-norm. median", "real frames",
-              "virtual steps", "per-run TFLOPs", "FLOPs / pixel", "CPU time / pixel", "wall-clock / pixel",
+              "virtual steps", "per-run TFLOPs", "CPU s", "FLOPs / pixel", "CPU time / pixel", "wall-clock / pixel",
               "break-even vs pixel"]  # fmt: skip
     for game in dict.fromkeys(r["game"] for r in runs):
         rows = [r for r in runs if r["game"] == game]
@@ -339,6 +339,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                 f"{statistics.median(r['real_frames'] for r in mine):,.0f}",
                 f"{statistics.median(r['virtual_env_steps'] for r in mine):,.0f}",
                 f"{flops / 1e12:.2f}",
+                f"{statistics.median(r['cpu_s'] for r in mine):,.0f}",
                 "-" if variant == "pixel" else _ratio_cells(mine, pixel, "per_run_flops"),
                 "-" if variant == "pixel" else _ratio_cells(mine, pixel, "cpu_s"),
                 "-" if variant == "pixel" else _ratio_cells(mine, pixel, "train_s"),

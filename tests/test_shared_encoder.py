@@ -171,11 +171,11 @@ def test_pretrain_encoder_with_games_registers_atari_encoder_and_the_config_trai
     assert made["games"] == ["ALE/Breakout-v5", "ALE/Pong-v5"] and set(made["per_game"]) == set(made["games"])
 
     run = ["threads=1", "total_real_steps=256", "env.num_envs=2", "ppo.num_steps=128", "latent.virtual_num_envs=4",
-           "eval.episodes=1", "env.id=ALE/Pong-v5", "tracking.log_model=false"]  # fmt: skip
+           "eval.episodes=1", "env.id=ALE/Breakout-v5", "tracking.log_model=false"]  # fmt: skip
     cli_main(["train", str(REPO / "configs/atari100k-latent.yaml"), "--out", str(tmp_path / "run"),
               *[a for s in run for a in ("--set", s)]])  # fmt: skip
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     # the alias resolves to the version the run used: its lineage names the exact encoder
     assert summary["pretrained_flops"] == {"encoder models:/atari-encoder/1": made["total_flops"]}
     assert summary["shared_pretrain_flops"] == made["total_flops"]
-    assert "(ALE/Pong-v5's head)" in summary["encoder_note"]
+    assert "(ALE/Breakout-v5's head)" in summary["encoder_note"]
