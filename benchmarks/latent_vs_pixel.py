@@ -301,7 +301,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
         "ratios: ratio of medians / median of per-seed ratios, against pixel PPO at the same seed",
         "time: CPU seconds of the run's process up to its evaluation (all threads; they do not stretch when "
         "runs share the machine) and wall-clock training seconds (which do: see the load figures); "
-        f"{first.get('workers', '?')} runs at a time, one torch thread each",
+        "one torch thread per run; runs of this benchmark shared the cores (the load figures above say how much)",
         "a held-out game's latent runs fit its world model inside the run on `latent.collect_steps` random-play "
         "frames (configs/atari100k-latent.yaml; a per-run cost); the fine-tuned row first trains the encoder "
         f"{first.get('finetune_updates', '?')} updates on them",
