@@ -19,7 +19,7 @@ one torch thread, ``--workers`` at a time):
 - ``pixel``     PPO with the Nature CNN on frames (``configs/atari100k-ppo.yaml``);
 - ``real``      the latent policy on the frozen shared encoder, 100% real steps;
 - ``stages``    the seed's three stages: 70/30 -> 30/70 virtual/real -> 100% real;
-- ``adaptive``  the adaptive schedule;
+- ``adaptive``  the adaptive schedule, its target the game's human score;
 - ``lora``      the three stages with LoRA on the encoder in the last, all-real stage.
 
 Rows are kept per run in ``benchmarks/results/latent_vs_pixel.jsonl``; the table renders the
@@ -181,6 +181,8 @@ def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argp
         extra = HELD_OUT_VARIANTS[variant] if game in args.held_out else VARIANTS[variant]
         if variant == "finetune":
             extra = [*extra, f"latent.pretrain_updates={args.finetune_updates}"]
+        if variant == "adaptive":  # more real data once the return passes 80% of the game's human score
+            extra = [*extra, f"latent.curriculum.target_score={REFERENCES.get(game, (0, args.target_score))[1]}"]
         sets = [*common, f"total_real_steps={args.steps}", f"latent.encoder_from={encoder}", *extra]
         cpu_s = _run(["train", str(CONFIGS / "atari100k-latent.yaml"), "--out", str(run_dir), *_sets(sets)], workdir)
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -392,6 +394,8 @@ def main() -> None:
     every = list(dict.fromkeys(["pixel", *VARIANTS, *HELD_OUT_VARIANTS]))
     parser.add_argument("--variants", nargs="+", default=every, choices=every,
                         help="finetune: --held-out games only; lora, stages, adaptive: --games only")  # fmt: skip
+    parser.add_argument("--target-score", type=float, default=20.0,
+                        help="adaptive schedule's target on a game without a human reference")  # fmt: skip
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--pretrain-updates", type=int, default=3000, help="shared encoder's updates")
     parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per game")
