@@ -136,11 +136,19 @@ def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
     sets = [f"latent.pretrain_updates={args.pretrain_updates}", f"latent.collect_steps={args.collect_steps}"]
     cpu_s = _run(["pretrain", "encoder", "-c", str(CONFIGS / "atari100k-encoder.yaml"), "-o", str(out),
                   "--games", *args.games, *_sets(sets)], workdir)  # fmt: skip
+    keep_encoder_row(out, args, cpu_s)
+    return out
+
+
+def keep_encoder_row(out: Path, args: argparse.Namespace, cpu_s: float | None = None) -> None:
+    """The shared encoder's row, from the ``summary.json`` its pretraining wrote."""
     summary = json.loads((out / "summary.json").read_text())
+    probe = {k: v for k, v in summary.items() if isinstance(v, int | float) and ("_r2" in k)}
     row = {
         "protocol": PROTOCOL,
         "kind": "encoder",
-        "games": args.games,
+        "games": summary.get("games", args.games),
+        "encoder_dir": str(out),
         "dataset_sha256": summary["dataset_sha256"],
         "dataset_frames": summary["dataset_frames"],
         "pretrain_flops": summary["total_flops"],
@@ -148,12 +156,11 @@ def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
         "cpu_s": cpu_s,
         "psnr_db": summary["psnr_db"],
         "per_game": summary.get("per_game", {}),
-        "probe": {k: v for k, v in summary.items() if k.startswith(("ball_", "paddle_")) or "_r2_" in k},
+        "probe": probe,
     }
     _report.append_row(args.results, _report.stamp(args.common, **row))
     print(f"shared encoder: {summary['total_flops'] / 1e12:.1f} TFLOPs, {summary['wall_s']:.0f} s, "
           f"PSNR {summary['psnr_db']} dB", flush=True)  # fmt: skip
-    return out
 
 
 def wait_for(path: Path, timeout_s: float = 4 * 3600) -> None:
@@ -262,6 +269,8 @@ def encoder_tables(encoder: dict) -> str:
     rows = []
     for game in games:
         ball, ceiling, paddle = (probe.get(f"{game}_{k}") for k in ("ball_r2_mlp", "ball_ceiling_r2", "paddle_r2_mlp"))
+        if None in (ball, ceiling, paddle):
+            continue
         rows.append([game, f"{ball:.3f}", f"{ceiling:.3f}", "yes" if ball >= ceiling / 2 else "no",
                      f"{paddle:.3f}", "yes" if paddle >= 0.9 else "no"])  # fmt: skip
     out = []
@@ -401,6 +410,11 @@ def main() -> None:
     parser.add_argument("--collect-steps", type=int, default=20_000, help="random-play frames per game")
     parser.add_argument("--finetune-updates", type=int, default=500, help="encoder updates on a held-out game")
     parser.add_argument("--encoder", type=Path, help="a shared encoder made by an earlier --encoder-only run")
+    parser.add_argument(
+        "--record-encoder",
+        action="store_true",
+        help="keep the row of the --encoder directory's pretraining (from its summary.json), stop",
+    )
     parser.add_argument("--encoder-only", action="store_true", help="pretrain the shared encoder, keep its row, stop")
     parser.add_argument("--encoder-dir", type=Path, help="where --encoder-only keeps the encoder (default: a temp dir)")
     parser.add_argument("--workers", type=int, default=2)
@@ -423,6 +437,9 @@ def main() -> None:
         encoder = args.encoder or (pretrain_shared(args, workdir) if latent or args.encoder_only else None)
         if args.encoder_only:
             print(f"shared encoder: {encoder} (pass it to --encoder)")
+            return
+        if args.record_encoder:  # an encoder made earlier: its row again, from its own summary.json
+            keep_encoder_row(encoder, args)
             return
         held_variants = [v for v in ["pixel", *HELD_OUT_VARIANTS] if v in args.variants]
         # Pixel runs first (they need no encoder), then the latent ones seed by seed, so a stopped run leaves
