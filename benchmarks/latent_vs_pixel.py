@@ -331,6 +331,8 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
     header = ["variant", "seeds", "score median", "IQM (episodes)", "human-norm. median", "real frames",
               "virtual steps", "per-run TFLOPs", "CPU s", "FLOPs / pixel", "CPU time / pixel", "wall-clock / pixel",
               "break-even vs pixel"]  # fmt: skip
+    # a game some latent run treated as held out (its pixel reference may come from another invocation)
+    held_games = {r["game"] for r in runs if r["held_out"]}
     for game in dict.fromkeys(r["game"] for r in runs):
         rows = [r for r in runs if r["game"] == game]
         pixel = {r["seed"]: r for r in rows if r["variant"] == "pixel"}
@@ -356,7 +358,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                 "-" if variant == "pixel" else _ratio_cells(mine, pixel, "train_s"),
                 "-" if variant == "pixel" or None in (pixel_flops, shared) else break_even(shared, flops, pixel_flops),
             ])  # fmt: skip
-        title = f"**{game}**" + (" (held out: the shared encoder never saw this game)" if rows[0]["held_out"] else "")
+        title = f"**{game}**" + (" (held out: the shared encoder never saw this game)" if game in held_games else "")
         parts.append(f"{title}\n\n" + _report.markdown_table(header, table))
     quality = [r for r in runs if r["variant"] != "pixel" and r.get("wm_latent_error_k") is not None]
     if quality:
@@ -374,7 +376,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
                   "termination accuracy", "return over k steps: imagined / real"]  # fmt: skip
         parts.append("**World model at the end of each run** (medians over seeds; on the run's last real rollout, "
                      "k = the world model's virtual horizon)\n\n" + _report.markdown_table(header, table))  # fmt: skip
-    held = [r for r in runs if r["held_out"]]
+    held = [r for r in runs if r["game"] in held_games]
     if held:
         table = []
         for variant in dict.fromkeys(r["variant"] for r in held):
