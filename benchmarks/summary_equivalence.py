@@ -17,7 +17,8 @@ the code before and after that session's changes gives the same figures on that 
 A machine whose CPU rounds the latent runs' convolutions differently enough to change their
 episodes gets its own recording, ``summary_equivalence_baseline-<cpu>.json``, made with the code
 of an earlier commit (named in the file) on that CPU; ``--check`` takes every recording and
-compares with the one made on the CPU it runs on.
+compares with the one made on the CPU it runs on, else with one made on the same CPU model and
+kernel capability (hosts of one machine type differ in other flags), else with the first.
 
 A change to the cost meter's bookkeeping alone (``ACCOUNTING_KEYS``) is written into every
 recording by ``--update-accounting``, which refuses any recording whose other figures differ.
@@ -227,7 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         recordings = [json.loads(path.read_text()) for path in args.check]
         here = [r for r in recordings if r.get("_machine", {}).get("cpu") == cpu_model()]
-        recorded = (here or recordings)[0]
+        # Else one made on the same model and kernel capability (the code paths; other flags differ
+        # between hosts of one cloud machine type), else the first.
+        kin = [r for r in recordings if r.get("_machine", {}).get("cpu", "").split(", flags")[0]
+               == cpu_model().split(", flags")[0]]  # fmt: skip
+        recorded = (here or kin or recordings)[0]
         recorded_cpu = recorded.get("_machine", {}).get("cpu")
         same_cpu = recorded_cpu == cpu_model()
         if not same_cpu:
