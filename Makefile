@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.frugalrl-installed
 
-.PHONY: demo test test-fast lint check-infra setup clean
+.PHONY: demo test test-fast lint check-infra setup clean image
 
 setup: $(STAMP)
 
@@ -25,6 +25,12 @@ test: $(STAMP) check-infra
 
 test-fast: $(STAMP)  # the edit-test loop: everything but the tests marked slow
 	$(BIN)/python -m pytest -q -rs -m "not slow"
+
+# The step image (needs a Docker daemon). BASE=debootstrap makes its base from Debian's packages,
+# for machines that reach no container registry (as CI here); empty: the Dockerfile's pinned base.
+BASE ?=
+image: $(STAMP)
+	$(BIN)/frugalrl image build $(if $(BASE),--base $(BASE))
 
 check-infra: $(STAMP)
 	BIN=$(BIN) scripts/check_infra.sh

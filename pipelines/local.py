@@ -11,27 +11,52 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components import FRUGALRL_IMAGE
 from kfp import compiler, local
 
 from frugalrl.config import load_config
 from frugalrl.errors import PipelineFailed
 from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
 from pipelines.console import StageConsole, stage_names
+from pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image
 from pipelines.training import pipeline_for, pipeline_kind
 
 
-def compile_pipeline(output: Path, config_path: Path | None = None, profile: str | None = None) -> Path:
+def compile_pipeline(
+    output: Path, config_path: Path | None = None, profile: str | None = None, image: str | None = None
+) -> Path:
     """Write Kubeflow IR YAML: the production DAG of ``profile``, or the training pipeline ``config_path``
-    needs (the plain one without either)."""
+    needs (the plain one without either). Every step names ``image`` (``--image REF``), else the
+    checkout's last image build (its pushed ``name@sha256:`` digest); see ``image_line``."""
+    flavor = "cpu"
     if profile is not None:
         from pipelines.production import build_pipeline, load_profile
 
-        pipeline = build_pipeline(load_profile(profile))
+        loaded = load_profile(profile)
+        pipeline, flavor = build_pipeline(loaded), ("cuda" if loaded.gpu else "cpu")
     else:
         pipeline = pipeline_for(pipeline_kind(load_config(config_path)) if config_path else "plain")
     output.parent.mkdir(parents=True, exist_ok=True)
-    compiler.Compiler().compile(pipeline, str(output))
+    resolved = resolve_image(image, flavor)
+    with pinned_image(pipeline, *resolved[:2]) if resolved else contextlib.nullcontext():
+        compiler.Compiler().compile(pipeline, str(output))
     return output
+
+
+def image_line(image: str | None, profile: str | None = None) -> str:
+    """What ``pipeline compile`` says of the image its steps name (a GPU profile's: the cuda build)."""
+    flavor = "cpu"
+    if profile is not None:
+        from pipelines.production import load_profile
+
+        flavor = "cuda" if load_profile(profile).gpu else "cpu"
+    resolved = resolve_image(image, flavor)
+    if resolved is None:
+        return (f"image: {FRUGALRL_IMAGE}, not pinned (no {flavor} image built here: `frugalrl image build`, "
+                "`frugalrl image push --registry HOST:PORT`, or --image REF)")  # fmt: skip
+    reference, _, source = resolved
+    pinned = "" if "@sha256:" in reference else "; not a digest: push it (`frugalrl image push`) to pin it"
+    return f"image: {reference} (from {source}){pinned}"
 
 
 @dataclass
@@ -57,10 +82,14 @@ def run_local(
     model_name: str | None = None,
     root: Path = Path("pipeline_runs"),
     isolated: bool = False,
+    runner: str = "subprocess",
+    image: str | None = None,
 ) -> LocalRunResult:
-    """Run the pipeline on this machine: kfp.local SubprocessRunner(use_venv=False), MLflow sqlite by default."""
+    """Run the pipeline on this machine with kfp.local, MLflow sqlite by default: every step a
+    subprocess of this Python (``runner="subprocess"``) or a container of the step image (``"docker"``)."""
     config = load_config(config_path, overrides)  # fail fast on a bad config, before any step starts
     uri = check_tracking(tracking_uri())
+    step_image = check_runner(runner, isolated, image, uri, root)
     os.environ["MLFLOW_TRACKING_URI"] = uri  # steps run as subprocesses, possibly in other directories
     name = model_name or f"{task_name(config.env.id)}-policy"
     kind = pipeline_kind(config)
@@ -70,7 +99,7 @@ def run_local(
     if isolated:
         _pin_artifact_root(uri, [config.tracking.experiment])
     run = _run(pipeline_for(kind), root, f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}.log", isolated,
-               config_yaml=config_path.read_text(), overrides=overrides, model_name=name,
+               step_image, config_yaml=config_path.read_text(), overrides=overrides, model_name=name,
                eval_episodes=config.eval.episodes, eval_seed=config.eval.seed, **extra)  # fmt: skip
     version = str(run.output)
     from frugalrl.tracking import registry_client
@@ -80,7 +109,12 @@ def run_local(
 
 
 def run_profile_local(
-    profile_name: str, root: Path = Path("pipeline_runs"), eval_episodes: int = 10, isolated: bool = False
+    profile_name: str,
+    root: Path = Path("pipeline_runs"),
+    eval_episodes: int = 10,
+    isolated: bool = False,
+    runner: str = "subprocess",
+    image: str | None = None,
 ) -> list[str]:
     """Run a profile's production DAG here (kfp.local); returns what to print: champions, report, MLflow UI.
 
@@ -93,6 +127,7 @@ def run_profile_local(
     started = time.perf_counter()
     profile = load_profile(profile_name)  # validates every stage's config before any step starts
     uri = check_tracking(tracking_uri())
+    step_image = check_runner(runner, isolated, image, uri, root)
     os.environ["MLFLOW_TRACKING_URI"] = uri
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
@@ -101,7 +136,7 @@ def run_profile_local(
         stages = [s for s in (profile.train, profile.latent, profile.peft) if s is not None]
         _pin_artifact_root(uri, sorted({profile.stage_config(s).tracking.experiment for s in stages}))
     log = f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    _run(build_pipeline(profile), root, log, isolated, eval_episodes=eval_episodes)
+    _run(build_pipeline(profile), root, log, isolated, step_image, eval_episodes=eval_episodes)
     client = registry_client()
     lines = [f"done in {(time.perf_counter() - started) / 60:.1f} min"]
     for stage in (profile.train, profile.latent, profile.peft):
@@ -180,15 +215,26 @@ def _isolation(enabled: bool) -> Any:
         handler.run_local_subprocess = original
 
 
-def _run(pipeline: Callable[..., Any], root: Path, log_name: str, isolated: bool = False, **arguments: Any) -> Any:
-    """Run ``pipeline`` with kfp.local's SubprocessRunner under ``root``: a line per stage on the console,
-    kfp.local's full output in ``root/log_name``; ``isolated``: each stage sees only its declared inputs."""
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root))
+def _runner(pipeline: Any, root: Path, isolated: bool, image: tuple[str, str] | None) -> tuple[Any, Any, str]:
+    """kfp.local's runner (``image``: the step image's reference and digest, from ``check_runner``),
+    the context a run happens in, and what the first line says of it."""
+    if image is None:
+        return local.SubprocessRunner(use_venv=False), _isolation(isolated), (
+            " (isolated: each stage sees only its declared inputs)" if isolated else "")  # fmt: skip
+    return docker_runner(root), pinned_image(pipeline, *image), f" (in containers of {image[0]})"
+
+
+def _run(pipeline: Callable[..., Any], root: Path, log_name: str, isolated: bool = False,
+         image: tuple[str, str] | None = None, **arguments: Any) -> Any:  # fmt: skip
+    """Run ``pipeline`` with kfp.local under ``root``: a line per stage on the console, kfp.local's full
+    output in ``root/log_name``; ``isolated``: each stage sees only its declared inputs; ``image``:
+    (reference, digest) to run every stage in a container of (``check_runner``), else subprocesses."""
+    task_runner, context, mode = _runner(pipeline, root, isolated, image)
+    local.init(runner=task_runner, pipeline_root=str(root))
     names, total = stage_names(pipeline)
     log = root / log_name
-    mode = " (isolated: each stage sees only its declared inputs)" if isolated else ""
     print(f"running {pipeline.name}: {total} stages{mode}; full log: {log}", flush=True)
-    with warnings.catch_warnings(), StageConsole(log, names, total), _isolation(isolated):
+    with warnings.catch_warnings(), StageConsole(log, names, total), context:
         warnings.filterwarnings("ignore", message=".*non-Python base image.*")
         warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
         try:

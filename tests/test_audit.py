@@ -52,6 +52,31 @@ def test_audit_reproduces_a_cpu_run_and_catches_a_tampered_record(tmp_path, caps
     assert any("update line 4: policy_loss" in d for d in result["differences"])
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not IN_CI and git_dirty(),
+    reason="the checkout has uncommitted changes: runs from it cannot be audited (in CI this test runs)",
+)
+def test_a_run_made_in_another_image_is_not_called_reproduced_unless_allowed(tmp_path, monkeypatch):
+    digest, other = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    monkeypatch.setenv("FRUGALRL_IMAGE_DIGEST", digest)  # what a pipeline step in that image has
+    mlflow.set_tracking_uri(check_tracking())
+    summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)
+    assert MlflowClient().get_run(summary["mlflow_run_id"]).data.tags["frugalrl.image_digest"] == digest
+
+    monkeypatch.setenv("FRUGALRL_IMAGE_DIGEST", other)
+    refused = audit(summary["mlflow_run_id"], keep=tmp_path / "a1")
+    assert not refused["reproduced"]
+    assert refused["differences"] == [
+        f"image digest differs: the run used {digest}, this re-run {other}; "
+        "re-run in the run's image, or pass --allow-image-change"
+    ]
+    allowed = audit(summary["mlflow_run_id"], keep=tmp_path / "a2", allow_image_change=True)
+    assert allowed["reproduced"] and allowed["differences"] == []
+    assert allowed["notes"] == [f"image digest differs: the run used {digest}, this re-run {other} (allowed: "
+                                "--allow-image-change)"]  # fmt: skip
+
+
 def test_run_without_commit_cannot_be_audited(tmp_path, monkeypatch):
     monkeypatch.setenv("FRUGALRL_GIT_COMMIT", "unknown")
     summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)

@@ -323,6 +323,46 @@ CASES += [
         lambda d: ["pipeline", "schedule", "--host", "http://127.0.0.1:9", "--cron", "every day"],
     ),  # fmt: skip
     Case("pipeline: unknown subcommand", lambda d: ["pipeline", "launch"], says="launch"),
+    Case(
+        "pipeline compile: --image not a reference",
+        lambda d: ["pipeline", "compile", "-o", str(d / "p.yaml"), "--image", "Not An Image!"],
+        says="--image",
+    ),
+    Case(
+        "pipeline run: unknown runner",
+        lambda d: [
+            "pipeline",
+            "run",
+            "--config",
+            str(REPO / "configs/cartpole-ppo.yaml"),
+            "--runner",
+            "podman",
+            "--root",
+            str(d / "r"),
+        ],
+        says="--runner",
+    ),  # fmt: skip
+    Case(
+        "pipeline run: docker runner and --isolated",
+        lambda d: [
+            "pipeline",
+            "run",
+            "--config",
+            str(REPO / "configs/cartpole-ppo.yaml"),
+            "--runner",
+            "docker",
+            "--isolated",
+            "--root",
+            str(d / "r"),
+        ],
+        says="--isolated",
+    ),  # fmt: skip
+    # the step image
+    Case("image build: unknown flavor", lambda d: ["image", "build", "--flavor", "rocm"], says="--flavor"),
+    Case("image build: missing pip cert", lambda d: ["image", "build", "--pip-cert", str(d / "nope.pem")], says="cert"),
+    Case("image push: a URL as registry", lambda d: ["image", "push", "--registry", "http://r:5000"], says="HOST:PORT"),
+    Case("image push: a path as registry", lambda d: ["image", "push", "--registry", "r:5000/x"], says="HOST:PORT"),
+    Case("image: unknown subcommand", lambda d: ["image", "pull"], says="pull"),
     Case("unknown command", lambda d: ["fly"], says="fly"),
 ]
 # pytorchjob validate on files that are not a PyTorchJob manifest: (content, what the line names)

@@ -48,6 +48,28 @@ def test_pretraining_learns_to_rank_held_out_states(tmp_path):
     assert "spearman_vs_advantage" in metrics
 
 
+def test_pretraining_in_a_fresh_process_starts_from_the_seeded_weights(tmp_path):
+    """torch seeds each new process at random: a pipeline step (its own process) must seed the evaluator
+    it builds, or the same dataset and config give another evaluator on every run."""
+    import subprocess
+    import sys
+
+    collect_dataset(_pivot_config(), tmp_path / "d.npz")
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(_pivot_config().model_dump(mode="json")))
+    script = (
+        "import sys, torch; from pathlib import Path; from frugalrl.config import load_config; "
+        "from frugalrl.pivot.pretrain import pretrain_from_dataset; "
+        "ev, m = pretrain_from_dataset(load_config(Path(sys.argv[1])), Path(sys.argv[2])); "
+        "print(m['spearman_before'], sum(float(p.detach().sum()) for p in ev.parameters()))"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", script, str(tmp_path / "c.yaml"), str(tmp_path / "d.npz")],
+                       capture_output=True, text=True, check=True).stdout.split()
+        for _ in range(2)
+    ]  # fmt: skip
+    assert runs[0] == runs[1]
+
+
 def test_pretrain_command_writes_and_registers(tmp_path, capsys):
     path = tmp_path / "pivot.yaml"
     data = yaml.safe_load((REPO / "configs/cartpole-pivot.yaml").read_text())

@@ -27,6 +27,7 @@ from typing import Any
 
 from frugalrl.errors import FrugalError, TrackingError
 from frugalrl.tracking.artifacts import resolve_artifact
+from frugalrl.tracking.provenance import IMAGE_DIGEST_ENV
 from frugalrl.tracking.registry import registry_client
 
 TIMING_KEYS = {"sps", "wall_s", "eval_s", "train_s", "env_s", "act_s", "learn_s", "peak_rss_mb", "cpu_s", "eval_cpu_s"}
@@ -70,6 +71,14 @@ def compare_summaries(recorded: dict, rerun: dict, rel: float) -> list[str]:
     ]
 
 
+def compare_image(recorded: str, current: str | None) -> str | None:
+    """A line when the run's image digest is not the re-run's, else None."""
+    current = current or "unknown"
+    if recorded == current:
+        return None
+    return f"image digest differs: the run used {recorded}, this re-run {current}"
+
+
 def _download(run_id: str, out: Path) -> Path:
     return resolve_artifact(
         f"runs:/{run_id}/run", None, "run", "copy the id from the MLflow UI", dest=out,
@@ -86,8 +95,19 @@ def _worktree(repo: Path, commit: str, where: Path) -> Path:
     return where
 
 
-def audit(run_id: str, repo: Path | None = None, gpu_tolerance: float = 1e-3, keep: Path | None = None) -> dict:
-    """Re-run ``run_id`` on its recorded commit and config; ``reproduced`` says whether the figures agree."""
+def audit(
+    run_id: str,
+    repo: Path | None = None,
+    gpu_tolerance: float = 1e-3,
+    keep: Path | None = None,
+    allow_image_change: bool = False,
+) -> dict:
+    """Re-run ``run_id`` on its recorded commit and config; ``reproduced`` says whether the figures agree.
+
+    The run's image digest must be the re-run's too (``FRUGALRL_IMAGE_DIGEST`` here; ``unknown``
+    outside the step image): other packages or system libraries are another experiment, unless
+    ``allow_image_change`` (then the difference is listed under ``notes``).
+    """
     client = registry_client()
     try:
         run = client.get_run(run_id)
@@ -118,6 +138,12 @@ def audit(run_id: str, repo: Path | None = None, gpu_tolerance: float = 1e-3, ke
         read = lambda p: [json.loads(line) for line in p.read_text().splitlines() if line.strip()]  # noqa: E731
         problems = compare_metrics(read(recorded_dir / "metrics.jsonl"), read(rerun / "metrics.jsonl"), rel)
         problems += compare_summaries(recorded_summary, json.loads((rerun / "summary.json").read_text()), rel)
+        notes = []
+        image_line = compare_image(tags.get("frugalrl.image_digest", "unknown"), os.environ.get(IMAGE_DIGEST_ENV))
+        if image_line and allow_image_change:
+            notes.append(f"{image_line} (allowed: --allow-image-change)")
+        elif image_line:
+            problems.append(f"{image_line}; re-run in the run's image, or pass --allow-image-change")
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=repo, capture_output=True)
     result = {
@@ -128,6 +154,7 @@ def audit(run_id: str, repo: Path | None = None, gpu_tolerance: float = 1e-3, ke
         "criterion": "bit-identical" if rel == 0 else f"relative difference <= {rel}",
         "reproduced": not problems,
         "differences": problems,
+        "notes": notes,
         "rerun_dir": str(rerun),
     }
     (work / "audit.json").write_text(json.dumps(result, indent=2) + "\n")

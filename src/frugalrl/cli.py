@@ -32,6 +32,8 @@ app.add_typer(pretrain_app, name="pretrain")
 app.add_typer(peft_app, name="peft")
 pytorchjob_app = typer.Typer(no_args_is_help=True, help="Kubeflow PyTorchJob manifests for multi-worker training.")
 app.add_typer(pytorchjob_app, name="pytorchjob")
+image_app = typer.Typer(no_args_is_help=True, help="The step image: build it from this checkout, push it.")
+app.add_typer(image_app, name="image")
 
 SetOption = Annotated[
     list[str] | None, typer.Option("--set", help="Override a config value: --set ppo.learning_rate=3e-4")
@@ -185,14 +187,19 @@ def audit(
     run_id: Annotated[str, typer.Argument(help="The MLflow run to re-run (its id, from the UI or summary.json).")],
     repo: Annotated[Path | None, typer.Option(help="The git repository holding the run's commit.")] = None,
     keep: Annotated[Path | None, typer.Option(help="Keep the downloaded and re-run files here.")] = None,
+    allow_image_change: Annotated[
+        bool, typer.Option("--allow-image-change", help="Call a run reproduced even if its image digest differs.")
+    ] = False,
 ) -> None:
-    """Re-run a tracked run on its recorded commit and config; exit 0 if its metrics reproduce, 1 if not."""
+    """Re-run a tracked run on its recorded commit and config; exit 0 if its metrics reproduce, 1 if not.
+
+    The re-run's image digest is this process's FRUGALRL_IMAGE_DIGEST (unknown outside the step image)."""
     from frugalrl.audit import audit as run_audit
 
-    result = run_audit(run_id, repo, keep=keep)
+    result = run_audit(run_id, repo, keep=keep, allow_image_change=allow_image_change)
     verdict = "reproduced" if result["reproduced"] else "NOT reproduced"
     typer.echo(f"run {run_id} at {result['commit'][:12]} on {result['device']}: {verdict} ({result['criterion']})")
-    for line in result["differences"]:
+    for line in result["differences"] + result["notes"]:
         typer.echo(f"  {line}")
     if not result["reproduced"]:
         raise typer.Exit(1)
@@ -455,6 +462,11 @@ def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
     )
 
 
+ImageOption = Annotated[
+    str | None, typer.Option("--image", help="The image every step runs, e.g. HOST:PORT/frugalrl@sha256:...")
+]
+
+
 @pipeline_app.command("compile")
 def pipeline_compile(
     output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml"),
@@ -462,14 +474,18 @@ def pipeline_compile(
     profile: Annotated[
         str | None, typer.Option("--profile", help="The production DAG of a profile: quick, full, or a YAML path.")
     ] = None,
+    image: ImageOption = None,
 ) -> None:
-    """Compile a pipeline to Kubeflow IR YAML: a config's training pipeline, or a profile's production DAG."""
+    """Compile a pipeline to Kubeflow IR YAML: a config's training pipeline, or a profile's production DAG.
+
+    Every step names the image pushed last from this checkout, by digest, unless --image names another."""
     if config is not None and profile is not None:
         raise FrugalError("pass --config or --profile, not both")
-    compile_pipeline = _pipelines().compile_pipeline
-
-    compile_pipeline(output, config, profile)
+    pipelines = _pipelines()
+    line = pipelines.image_line(image, profile)  # a bad --image fails before anything is written
+    pipelines.compile_pipeline(output, config, profile, image)
     typer.echo(f"compiled: {output}")
+    typer.echo(line)
 
 
 def _compiled(config: Path | None, profile: str | None, package: Path | None, where: Path) -> Path:
@@ -561,6 +577,10 @@ def pipeline_run(
     isolated: Annotated[
         bool, typer.Option("--isolated", help="Run each stage as a cluster would: only its declared inputs.")
     ] = False,
+    runner: Annotated[
+        str, typer.Option("--runner", help="subprocess, or docker: every stage in a container of the step image.")
+    ] = "subprocess",
+    image: ImageOption = None,
 ) -> None:
     """Run a pipeline on this machine (kfp.local, MLflow sqlite by default)."""
     if (config is None) == (profile is None):
@@ -569,12 +589,54 @@ def pipeline_run(
         raise FrugalError("--set and --model-name apply to --config; a profile sets them in its YAML (profiles/)")
     pipelines = _pipelines()
     if profile is not None:
-        for line in pipelines.run_profile_local(profile, root, isolated=isolated):
+        for line in pipelines.run_profile_local(profile, root, isolated=isolated, runner=runner, image=image):
             typer.echo(line)
         return
-    result = pipelines.run_local(config, overrides or [], model_name=model_name, root=root, isolated=isolated)
+    result = pipelines.run_local(config, overrides or [], model_name=model_name, root=root, isolated=isolated,
+                                 runner=runner, image=image)  # fmt: skip
     for line in result.lines():
         typer.echo(line)
+
+
+@image_app.command("build")
+def image_build(
+    flavor: Annotated[str, typer.Option("--flavor", help="cpu (images/Dockerfile.cpu) or cuda.")] = "cpu",
+    base: Annotated[
+        str | None,
+        typer.Option("--base", help="The base image, or debootstrap: Debian's, made here (no registry needed)."),
+    ] = None,
+    torch_spec: Annotated[str, typer.Option("--torch", help="The torch requirement.")] = "torch==2.13.0",
+    pip_cert: Annotated[
+        Path | None, typer.Option("--pip-cert", help="CA bundle for pip in the build (default: pip's `cert` here).")
+    ] = None,
+) -> None:
+    """Build the step image from this checkout, tagged frugalrl:<version>-<commit>, through the Docker daemon."""
+    from frugalrl.images import build_image
+
+    record = build_image(_checkout(), flavor, base, torch_spec, pip_cert, progress=typer.echo)
+    size = f"{record.size_bytes / 1e9:.2f} GB"
+    typer.echo(f"built {record.tag} ({record.image_id[:19]}, {size}) in {record.build_s:.0f} s")
+    typer.echo(f"push it: frugalrl image push --registry HOST:PORT;  try it: docker run --rm {record.tag} check")
+
+
+@image_app.command("push")
+def image_push(
+    registry: Annotated[str, typer.Option("--registry", help="HOST:PORT of the registry, e.g. 127.0.0.1:5000.")],
+    flavor: Annotated[str, typer.Option("--flavor", help="Which build to push: cpu or cuda.")] = "cpu",
+) -> None:
+    """Push the last build to a registry; compiled pipelines then name it by digest."""
+    from frugalrl.images import push_image
+
+    record = push_image(_checkout(), registry, flavor, progress=typer.echo)
+    typer.echo(f"pushed: {record.pinned}")
+
+
+def _checkout() -> Path:
+    """The frugalrl checkout image commands build from (the current directory or FRUGALRL_HOME)."""
+    _pipelines()
+    import pipelines
+
+    return Path(pipelines.__file__).resolve().parent.parent
 
 
 @app.command()

@@ -120,12 +120,14 @@ def pretrain_from_dataset(
     order = torch.randperm(len(obs), generator=generator)
     n_test = max(1, int(len(obs) * ev.holdout_fraction))
     test, train = order[:n_test], order[n_test:]
+    # Seeded before the evaluator is built: its initial weights are part of the result (torch seeds
+    # a fresh process at random, so a pretraining step in a new process started from other weights).
+    torch.manual_seed(config.seed)
     if evaluator is None:
         from gymnasium.spaces import Box
 
         space = Box(-np.inf, np.inf, tuple(obs.shape[1:]), dtype=data["obs"].dtype)
         evaluator = build_evaluator(space, ev.hidden)
-    torch.manual_seed(config.seed)
     optimizer = torch.optim.Adam(evaluator.parameters(), lr=ev.learning_rate)
     meter = CostMeter()
     started = time.perf_counter()

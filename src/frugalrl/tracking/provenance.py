@@ -17,7 +17,10 @@ from frugalrl.config import ExperimentConfig
 # in-process callers pass ``pipeline_run_id`` explicitly instead.
 PIPELINE_RUN_ENV = "FRUGALRL_PIPELINE_RUN_ID"
 AUDITED_PACKAGES = ("torch", "numpy", "gymnasium", "ale-py", "mujoco", "mlflow", "optuna", "peft", "kfp")
+# The step image a pipeline step runs in: its digest and reference, set on every step by the compiled
+# pipeline (``pipelines.containers.pinned_image``); absent on a host.
 IMAGE_DIGEST_ENV = "FRUGALRL_IMAGE_DIGEST"
+IMAGE_REF_ENV = "FRUGALRL_IMAGE_REF"
 
 
 def git_commit(path: Path | None = None) -> str:
@@ -40,7 +43,13 @@ def git_commit(path: Path | None = None) -> str:
 
 
 def git_dirty(path: Path | None = None) -> bool:
-    """Whether the checkout has uncommitted changes to tracked files (then the commit alone does not reproduce)."""
+    """Whether the checkout has uncommitted changes to tracked files (then the commit alone does not reproduce).
+
+    ``FRUGALRL_GIT_DIRTY`` answers instead where there is no checkout: the step image records its build's.
+    """
+    recorded = os.environ.get("FRUGALRL_GIT_DIRTY")
+    if recorded in ("true", "false"):
+        return recorded == "true"
     try:
         out = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
@@ -160,6 +169,7 @@ def lineage_tags(config: ExperimentConfig, pipeline_run_id: str | None = None) -
         **packages,
         **pretrained_inputs(config),
         "frugalrl.image_digest": os.environ.get(IMAGE_DIGEST_ENV, "unknown"),
+        "frugalrl.image": os.environ.get(IMAGE_REF_ENV, "none"),
         "frugalrl.git_dirty": str(git_dirty()).lower(),
         "frugalrl.git_commit": git_commit(),
         "frugalrl.config_hash": config.hash(),

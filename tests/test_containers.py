@@ -1,0 +1,273 @@
+"""The step image for real: built from this checkout, run, pushed to a registry, pinned by digest,
+and the production DAG run in containers against the same DAG run as subprocesses.
+
+These need a Docker daemon. Without one they skip, saying so; in CI (``.ci/run`` installs and
+starts dockerd, and builds the image) they fail instead. The image is the checkout's last build
+(``.frugalrl/image-cpu.json``) when it was built from this very commit; otherwise the first test
+that needs it builds it (minutes the first time, about one when only the code changed).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from frugalrl.cli import main
+from frugalrl.images import ImageRecord, daemon_available, load_record
+
+from .conftest import IN_CI, REPO, needs_postgres
+
+BASE = "frugalrl-base:bookworm"
+if not IN_CI and not daemon_available():  # one line for the whole module (in CI: fail instead)
+    pytest.skip("no Docker daemon answers (start dockerd; .ci/run does): the container tests need one",
+                allow_module_level=True)  # fmt: skip
+
+
+def _head() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+
+def _current(record: ImageRecord | None) -> bool:
+    import docker
+
+    if record is None or record.git_commit != _head() or record.git_dirty:
+        return False
+    try:
+        docker.from_env().images.get(record.image_id)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def step_image(tmp_path_factory) -> ImageRecord:
+    """The CPU image of this checkout: the recorded build when it is of this commit, else a new build."""
+    record = load_record(REPO, "cpu")
+    if not _current(record):
+        from frugalrl.images import build_image
+
+        base = (
+            BASE if subprocess.run(["docker", "image", "inspect", BASE], capture_output=True).returncode == 0 else None
+        )
+        record = build_image(REPO, "cpu", base, progress=lambda line: None)
+    return record
+
+
+@pytest.fixture
+def records(step_image, tmp_path, monkeypatch) -> Path:
+    """A private copy of the image record: pushes in a test do not touch the checkout's."""
+    where = tmp_path / "records"
+    where.mkdir()
+    (where / "image-cpu.json").write_text((REPO / ".frugalrl" / "image-cpu.json").read_text())
+    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(where))
+    return where
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def registry(tmp_path) -> str:
+    """Debian's container registry (``docker-registry``) on 127.0.0.1, storing under ``tmp_path``."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        pytest.fail("docker-registry is not installed (apt-get install -y docker-registry; .ci/run does)")
+    port = _free_port()
+    config = tmp_path / "registry.yml"
+    config.write_text(yaml.safe_dump({
+        "version": 0.1, "log": {"level": "warn"},
+        "storage": {"filesystem": {"rootdirectory": str(tmp_path / "registry")}},
+        "http": {"addr": f"127.0.0.1:{port}"},
+    }))  # fmt: skip
+    log = (tmp_path / "registry.log").open("w")
+    server = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    tail = (tmp_path / "registry.log").read_text()[-500:]
+                    raise RuntimeError(f"docker-registry did not start: {tail}") from None
+                time.sleep(0.5)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def _docker_run(image: str, *command: str) -> str:
+    import docker
+
+    out = docker.from_env().containers.run(image, list(command), remove=True, stdout=True, stderr=True)
+    return out.decode()
+
+
+def test_the_image_runs_the_doctor_as_its_non_root_user(step_image):
+    report = _docker_run(step_image.tag, "check")  # what `docker run --rm IMAGE check` prints
+    assert "torch" in report and "mlflow" in report and "kfp" in report
+    assert _docker_run(step_image.tag, "sh", "-c", "id -u; id -un").split() == ["1000", "frugal"]
+    env = _docker_run(step_image.tag, "sh", "-c", "echo $FRUGALRL_GIT_COMMIT")
+    assert env.strip() == step_image.git_commit  # every run in the image names the commit it was built from
+    assert step_image.tag == f"frugalrl:0.1.0-{step_image.git_commit[:12]}" + ("-dirty" if step_image.git_dirty else "")
+
+
+def test_push_then_compile_names_the_pushed_digest_in_every_step(records, registry, tmp_path, capsys):
+    main(["image", "push", "--registry", registry])
+    record = ImageRecord(**json.loads((records / "image-cpu.json").read_text()))
+    assert record.repository == f"{registry}/frugalrl" and record.digest.startswith("sha256:")
+    pinned = f"{registry}/frugalrl@{record.digest}"
+    assert capsys.readouterr().out.strip().endswith(f"pushed: {pinned}")
+    # the registry serves that digest
+    accept = {"Accept": "application/vnd.docker.distribution.manifest.v2+json"}
+    url = f"http://{registry}/v2/frugalrl/manifests/{record.digest}"
+    manifest = urllib.request.Request(url, method="HEAD", headers=accept)
+    assert urllib.request.urlopen(manifest, timeout=10).status == 200
+
+    main(["pipeline", "compile", "--profile", "quick", "-o", str(tmp_path / "quick.yaml")])
+    assert f"image: {pinned} (from the last cpu build" in capsys.readouterr().out
+    ir = next(yaml.safe_load_all((tmp_path / "quick.yaml").read_text()))
+    executors = ir["deploymentSpec"]["executors"]
+    assert len(executors) >= 10
+    for executor in executors.values():
+        container = executor["container"]
+        assert container["image"] == pinned
+        assert {"name": "FRUGALRL_IMAGE_DIGEST", "value": record.digest} in container["env"]
+
+    other = f"{registry}/frugalrl@sha256:{'c' * 64}"
+    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--image", other,
+          "-o", str(tmp_path / "plain.yaml")])  # fmt: skip
+    ir = next(yaml.safe_load_all((tmp_path / "plain.yaml").read_text()))
+    assert {e["container"]["image"] for e in ir["deploymentSpec"]["executors"].values()} == {other}
+
+
+def test_pushing_to_no_registry_is_one_line(records, capsys):
+    port = _free_port()  # nothing listens there
+    with pytest.raises(SystemExit) as exit_info:
+        main(["image", "push", "--registry", f"127.0.0.1:{port}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: push to 127.0.0.1:{port} failed:") and "\n" not in err
+    assert json.loads((records / "image-cpu.json").read_text())["digest"] is None  # the record is unchanged
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_the_production_dag_in_containers_registers_what_subprocesses_register(
+    step_image, records, tmp_path, capsys, monkeypatch
+):
+    from mlflow import MlflowClient
+
+    from .test_mlflow_server import TEST_PROFILE
+
+    server = _start_server(tmp_path, monkeypatch)
+    # One tune worker: two workers sharing a study split the trials by timing (which one takes the
+    # config's own point, how many each runs), so even two subprocess runs can pick other parameters.
+    same_trials = {**TEST_PROFILE, "stages": {**TEST_PROFILE["stages"], "tune": {"workers": 1, "overrides": [
+        "tuning.trials=2"]}}}  # fmt: skip
+    profile = tmp_path / "ci.yaml"
+    profile.write_text(yaml.safe_dump(same_trials))
+    names = [TEST_PROFILE["stages"][s]["model_name"] for s in ("train", "latent", "peft")] + ["pendulum-policy-adapted"]
+
+    monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp_path / 'sub' / 'optuna.db'}")
+    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "sub")])
+    stages = "19 of 19 stages"
+    assert stages in capsys.readouterr().out
+    client = MlflowClient(server)
+    first = {n: _newest(client, n) for n in names}
+
+    monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp_path / 'docker' / 'optuna.db'}")
+    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "docker"), "--runner", "docker"])
+    out = capsys.readouterr().out
+    assert stages in out and f"(in containers of {step_image.tag})" in out
+    for name in names:
+        version = _newest(client, name)
+        assert int(version.version) == int(first[name].version) + 1, name
+        tags, reference = version.tags, first[name].tags
+        # the same figures at the same seeds, from the same package versions on the same CPU (config hashes
+        # differ: each run pins the evaluator or encoder version that its own pretraining registered)
+        assert "frugalrl.eval_returns" in reference, name
+        for key in ("frugalrl.score", "frugalrl.eval_returns", "frugalrl.eval_seed"):
+            assert tags.get(key) == reference.get(key), (name, key)
+        run = client.get_run(version.run_id)
+        assert run.data.tags["frugalrl.image_digest"] == step_image.image_id
+        assert run.data.tags["frugalrl.image"] == step_image.tag
+        assert run.data.tags["frugalrl.git_commit"] == step_image.git_commit
+    # what the containers wrote, the caller can remove
+    shutil.rmtree(tmp_path / "docker")
+
+
+def _newest(client, name):  # noqa: ANN001, ANN202
+    return max(client.search_model_versions(f"name='{name}'"), key=lambda v: int(v.version))
+
+
+def _start_server(tmp_path: Path, monkeypatch) -> str:  # noqa: ANN001
+    """``mlflow server`` on a fresh Postgres database, serving artifacts (the containers upload through it)."""
+    import sys
+    import uuid
+
+    from .test_mlflow_server import PG, _admin
+
+    database = f"mlflow_{uuid.uuid4().hex[:10]}"
+    _admin(f"CREATE DATABASE {database}")
+    port = _free_port()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"{PG}/{database}", "--artifacts-destination", str(tmp_path / "artifacts")],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/health", timeout=2).status == 200:
+                break
+        except OSError:
+            if server.poll() is not None or time.time() > deadline:
+                tail = (tmp_path / "server.log").read_text()[-800:]
+                raise RuntimeError(f"mlflow server did not start: {tail}") from None
+            time.sleep(1)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+    _SERVERS.append((server, log, database))
+    return url
+
+
+_SERVERS: list = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_servers():
+    yield
+    from .test_mlflow_server import _admin
+
+    while _SERVERS:
+        server, log, database = _SERVERS.pop()
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+        _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def test_runner_docker_without_an_mlflow_server_is_one_line(step_image, records, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["pipeline", "run", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--runner", "docker",
+              "--root", str(tmp_path / "root")])  # fmt: skip
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --runner docker needs an MLflow server the containers can reach") and "\n" not in err
+    assert not (tmp_path / "root").exists() or not any((tmp_path / "root").iterdir())

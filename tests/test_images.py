@@ -1,0 +1,91 @@
+"""The step image's logic that needs no Docker daemon: the build context, pinning an image into a
+pipeline's steps, what compile says of it, and the one line when no daemon answers."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+import pytest
+import yaml
+
+from frugalrl.cli import main
+from frugalrl.images import ImageRecord, context_files, digest_of, save_record, write_context
+
+from .conftest import REPO
+
+DIGEST = "sha256:" + "d" * 64
+
+
+def test_no_daemon_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["image", "build"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no Docker daemon answers at unix:///nonexistent/docker.sock") and "\n" not in err
+
+
+def test_the_context_holds_what_the_dockerfiles_copy_and_the_extras(tmp_path):
+    names = context_files(REPO)
+    for needed in ("pyproject.toml", "README.md", "src/frugalrl/images.py", "images/Dockerfile.cpu",
+                   "images/entrypoint.sh", "components/train.py", "profiles/quick.yaml"):  # fmt: skip
+        assert needed in names
+    assert not [n for n in names if n.startswith((".venv", "tests/", "benchmarks/")) or "__pycache__" in n]
+    wheel = tmp_path / "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl"
+    wheel.write_bytes(b"wheel")
+    cert = tmp_path / "ca.pem"
+    cert.write_text("CERT")
+    write_context(REPO, tmp_path / "c.tar", [wheel], cert, "numpy==2.0.0\n")
+    with tarfile.open(tmp_path / "c.tar") as tar:
+        inside = set(tar.getnames())
+        assert tar.extractfile("images/extras/constraints.txt").read() == b"numpy==2.0.0\n"
+    assert {f"images/extras/wheels/{wheel.name}", "images/extras/pip-ca.pem"} <= inside
+    assert set(names) <= inside
+
+
+def _record(**extra) -> ImageRecord:
+    fields = dict(flavor="cpu", tag="frugalrl:0.1.0-abc", image_id="sha256:" + "1" * 64, base="b",
+                  git_commit="abc", git_dirty=False, size_bytes=1, build_s=1.0, built_at="now")  # fmt: skip
+    return ImageRecord(**{**fields, **extra})
+
+
+def test_what_a_run_records_as_its_image_digest():
+    record = _record()
+    assert digest_of(f"127.0.0.1:5000/frugalrl@{DIGEST}") == DIGEST
+    assert digest_of(record.tag, record) == record.image_id  # a local build, run by tag
+    assert digest_of("frugalrl:latest") == "unpinned"
+    pushed = _record(repository="127.0.0.1:5000/frugalrl", digest=DIGEST)
+    assert pushed.reference == pushed.pinned == f"127.0.0.1:5000/frugalrl@{DIGEST}"
+
+
+def test_compile_says_which_image_it_pinned(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(tmp_path / "records"))
+    out = tmp_path / "p.yaml"
+    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "-o", str(out)])
+    assert "not pinned (no cpu image built here" in capsys.readouterr().out
+    images = {e["container"]["image"] for e in yaml.safe_load(out.read_text())["deploymentSpec"]["executors"].values()}
+    assert images == {"frugalrl:0.1.0-cpu"}  # the components' default, as before any build
+
+    save_record(REPO, _record())  # FRUGALRL_IMAGE_RECORDS: written under tmp_path, not the checkout
+    assert json.loads((tmp_path / "records" / "image-cpu.json").read_text())["tag"] == "frugalrl:0.1.0-abc"
+    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "-o", str(out)])
+    said = capsys.readouterr().out
+    assert "image: frugalrl:0.1.0-abc (from the last cpu build (frugalrl:0.1.0-abc), not pushed)" in said
+    assert "not a digest: push it" in said
+    executors = yaml.safe_load(out.read_text())["deploymentSpec"]["executors"].values()
+    assert {e["container"]["image"] for e in executors} == {"frugalrl:0.1.0-abc"}
+    assert all({"name": "FRUGALRL_IMAGE_DIGEST", "value": "sha256:" + "1" * 64} in e["container"]["env"]
+               for e in executors)  # fmt: skip
+
+
+def test_pinning_names_the_image_in_every_step_and_leaves_the_pipeline_as_it_was():
+    from pipelines.containers import images_of, pinned_image
+    from pipelines.production import build_pipeline, load_profile
+
+    pipeline = build_pipeline(load_profile("quick"))
+    before = images_of(pipeline)
+    reference = f"127.0.0.1:5000/frugalrl@{DIGEST}"
+    with pinned_image(pipeline, reference, DIGEST):
+        assert images_of(pipeline) == {reference}
+    assert images_of(pipeline) == before == {"frugalrl:0.1.0-cpu"}
