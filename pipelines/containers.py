@@ -86,6 +86,8 @@ def check_runner(
     if runner not in RUNNERS:
         raise FrugalError(f"--runner {runner!r}: expected one of {', '.join(RUNNERS)}")
     if runner == "subprocess":
+        if image is not None:
+            raise FrugalError("--image names the image of --runner docker; the subprocess runner runs this Python")
         return None
     if isolated:
         raise FrugalError("--isolated is for the subprocess runner; a container sees only its mounts already")

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import gymnasium as gym
@@ -84,3 +91,59 @@ def postgres_up() -> bool:
 needs_postgres = pytest.mark.skipif(
     not IN_CI and not postgres_up(), reason="PostgreSQL is not running on 127.0.0.1 (in CI this test fails instead)"
 )
+
+
+# A real MLflow tracking server on PostgreSQL (the machine's, trust auth), one database per test.
+PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _admin(sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/test", autocommit=True) as conn:
+        conn.execute(sql)
+
+
+@contextlib.contextmanager
+def running_mlflow_server(tmp_path: Path) -> Iterator[str]:
+    """``mlflow server`` on a fresh Postgres database, serving artifacts from ``tmp_path``; yields its URL."""
+    database = f"mlflow_{uuid.uuid4().hex[:10]}"
+    _admin(f"CREATE DATABASE {database}")
+    port = _free_port()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"{PG}/{database}", "--artifacts-destination", str(tmp_path / "artifacts")],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                if urllib.request.urlopen(f"{url}/health", timeout=2).status == 200:
+                    break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    tail = (tmp_path / "server.log").read_text()[-800:]
+                    raise RuntimeError(f"mlflow server did not start: {tail}") from None
+                time.sleep(1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+        _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+@pytest.fixture
+def mlflow_server(tmp_path, monkeypatch):
+    with running_mlflow_server(tmp_path) as url:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+        yield url

@@ -357,6 +357,20 @@ CASES += [
         ],
         says="--isolated",
     ),  # fmt: skip
+    Case(
+        "pipeline run: --image without the docker runner",
+        lambda d: [
+            "pipeline",
+            "run",
+            "--config",
+            str(REPO / "configs/cartpole-ppo.yaml"),
+            "--image",
+            "frugalrl:x",
+            "--root",
+            str(d / "r"),
+        ],
+        says="--runner docker",
+    ),  # fmt: skip
     # the step image
     Case("image build: unknown flavor", lambda d: ["image", "build", "--flavor", "rocm"], says="--flavor"),
     Case("image build: missing pip cert", lambda d: ["image", "build", "--pip-cert", str(d / "nope.pem")], says="cert"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -23,7 +22,7 @@ import yaml
 from frugalrl.cli import main
 from frugalrl.images import ImageRecord, daemon_available, load_record
 
-from .conftest import IN_CI, REPO, needs_postgres
+from .conftest import IN_CI, REPO, _free_port, needs_postgres
 
 BASE = "frugalrl-base:bookworm"
 if not IN_CI and not daemon_available():  # one line for the whole module (in CI: fail instead)
@@ -69,12 +68,6 @@ def records(step_image, tmp_path, monkeypatch) -> Path:
     (where / "image-cpu.json").write_text((REPO / ".frugalrl" / "image-cpu.json").read_text())
     monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(where))
     return where
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -168,13 +161,13 @@ def test_pushing_to_no_registry_is_one_line(records, capsys):
 @pytest.mark.slow
 @needs_postgres
 def test_the_production_dag_in_containers_registers_what_subprocesses_register(
-    step_image, records, tmp_path, capsys, monkeypatch
+    step_image, records, mlflow_server, tmp_path, capsys, monkeypatch
 ):
     from mlflow import MlflowClient
 
     from .test_mlflow_server import TEST_PROFILE
 
-    server = _start_server(tmp_path, monkeypatch)
+    server = mlflow_server  # on Postgres, serving artifacts: the containers upload through it
     # One tune worker: two workers sharing a study split the trials by timing (which one takes the
     # config's own point, how many each runs), so even two subprocess runs can pick other parameters.
     same_trials = {**TEST_PROFILE, "stages": {**TEST_PROFILE["stages"], "tune": {"workers": 1, "overrides": [
@@ -213,54 +206,6 @@ def test_the_production_dag_in_containers_registers_what_subprocesses_register(
 
 def _newest(client, name):  # noqa: ANN001, ANN202
     return max(client.search_model_versions(f"name='{name}'"), key=lambda v: int(v.version))
-
-
-def _start_server(tmp_path: Path, monkeypatch) -> str:  # noqa: ANN001
-    """``mlflow server`` on a fresh Postgres database, serving artifacts (the containers upload through it)."""
-    import sys
-    import uuid
-
-    from .test_mlflow_server import PG, _admin
-
-    database = f"mlflow_{uuid.uuid4().hex[:10]}"
-    _admin(f"CREATE DATABASE {database}")
-    port = _free_port()
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"{PG}/{database}", "--artifacts-destination", str(tmp_path / "artifacts")],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            if urllib.request.urlopen(f"{url}/health", timeout=2).status == 200:
-                break
-        except OSError:
-            if server.poll() is not None or time.time() > deadline:
-                tail = (tmp_path / "server.log").read_text()[-800:]
-                raise RuntimeError(f"mlflow server did not start: {tail}") from None
-            time.sleep(1)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
-    _SERVERS.append((server, log, database))
-    return url
-
-
-_SERVERS: list = []
-
-
-@pytest.fixture(autouse=True)
-def _stop_servers():
-    yield
-    from .test_mlflow_server import _admin
-
-    while _SERVERS:
-        server, log, database = _SERVERS.pop()
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
-        _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
 def test_runner_docker_without_an_mlflow_server_is_one_line(step_image, records, tmp_path, capsys):

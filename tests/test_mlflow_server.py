@@ -9,12 +9,6 @@ Everything is checked through the REST client: runs, registered models, aliases,
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
@@ -25,54 +19,6 @@ from frugalrl.cli import main
 from frugalrl.tracking import git_dirty
 
 from .conftest import needs_postgres
-
-PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _admin(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/test", autocommit=True) as conn:
-        conn.execute(sql)
-
-
-@pytest.fixture
-def mlflow_server(tmp_path, monkeypatch):
-    database = f"mlflow_{uuid.uuid4().hex[:10]}"
-    _admin(f"CREATE DATABASE {database}")
-    port = _free_port()
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"{PG}/{database}", "--artifacts-destination", str(tmp_path / "artifacts")],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/health", timeout=2).status == 200:
-                    break
-            except OSError:
-                if server.poll() is not None or time.time() > deadline:
-                    tail = (tmp_path / "server.log").read_text()[-800:]
-                    raise RuntimeError(f"mlflow server did not start: {tail}") from None
-                time.sleep(1)
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
-        _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-
 
 # The quick profile's stages and configs at a test budget: every branch of the production DAG
 # (evaluator, Optuna workers, tuned training; encoder and curriculum; PEFT source and comparison).
