@@ -21,7 +21,9 @@ compares with the one made on the CPU it runs on, else with one made on the same
 kernel capability (hosts of one machine type differ in other flags), else with the first.
 
 A change to the cost meter's bookkeeping alone (``ACCOUNTING_KEYS``) is written into every
-recording by ``--update-accounting``, which refuses any recording whose other figures differ.
+recording by ``--update-accounting``, which refuses any recording whose other figures differ. The
+world-model diagnostics (float figures of the CPU's arithmetic) are written only into the recording
+of the CPU it runs on; another CPU's recording gets its own there.
 """
 
 from __future__ import annotations
@@ -196,8 +198,11 @@ def update_accounting(paths: list[Path], names: list[str]) -> int:
                 failed = True
                 print(f"{path.name}: {name:<22} not updated, learning figures differ: {line}")
                 continue
-            kept = {k: v for k, v in recording[name].items() if k not in ACCOUNTING_KEYS}
-            recording[name] = {**kept, **{k: v for k, v in results[name].items() if k in ACCOUNTING_KEYS}}
+            # The world-model diagnostics are float figures of this CPU's arithmetic: they go only into
+            # the recording made on it (another CPU's recording keeps its own, updated on that CPU).
+            written = ACCOUNTING_KEYS if same_cpu else ACCOUNTING_KEYS - {"diagnostics"}
+            kept = {k: v for k, v in recording[name].items() if k not in written}
+            recording[name] = {**kept, **{k: v for k, v in results[name].items() if k in written}}
         path.write_text(json.dumps(recording, indent=2, sort_keys=True) + "\n")
         print(f"{path}: accounting keys updated")
     return 1 if failed else 0
