@@ -23,6 +23,7 @@ from frugalrl.tracking.provenance import IMAGE_DIGEST_ENV, IMAGE_REF_ENV
 REPO = Path(__file__).resolve().parent.parent
 # What a step reads from its environment and a container must therefore be given.
 PASSED_ENV_PREFIXES = ("MLFLOW_", "OPTUNA_", "FRUGALRL_")
+TRAINING_IMAGE = "training_image"  # the production DAG's parameter: the image of its PyTorchJob pods
 
 
 def resolve_image(image: str | None, flavor: str = "cpu", repo: Path = REPO) -> tuple[str, str, str] | None:
@@ -43,7 +44,13 @@ def pinned_image(pipeline: Any, reference: str, digest: str) -> Iterator[None]:
     spec = pipeline.pipeline_spec
     saved = struct_pb2.Struct()
     saved.CopyFrom(spec.deployment_spec)
+    # the production DAG's PyTorchJob workers take their image as a pipeline parameter: its default too
+    parameters = spec.root.input_definitions.parameters
+    training = parameters[TRAINING_IMAGE].default_value if TRAINING_IMAGE in parameters else None
+    saved_training = training.string_value if training is not None else None
     try:
+        if training is not None:
+            training.string_value = reference
         executors = spec.deployment_spec["executors"]
         for name in list(executors.keys()):
             container = executors[name]["container"]
@@ -55,6 +62,8 @@ def pinned_image(pipeline: Any, reference: str, digest: str) -> Iterator[None]:
         yield
     finally:
         spec.deployment_spec.CopyFrom(saved)
+        if training is not None:
+            training.string_value = saved_training
 
 
 def images_of(pipeline: Any) -> set[str]:

@@ -89,3 +89,13 @@ def test_pinning_names_the_image_in_every_step_and_leaves_the_pipeline_as_it_was
     with pinned_image(pipeline, reference, DIGEST):
         assert images_of(pipeline) == {reference}
     assert images_of(pipeline) == before == {"frugalrl:0.1.0-cpu"}
+
+
+def test_pinning_names_the_image_of_the_pytorchjob_workers_too(tmp_path):
+    from pipelines.local import compile_pipeline
+
+    reference = f"127.0.0.1:5000/frugalrl@{DIGEST}"
+    out = compile_pipeline(tmp_path / "full.yaml", profile="full", image=reference)
+    ir = next(yaml.safe_load_all(out.read_text()))
+    assert ir["root"]["inputDefinitions"]["parameters"]["training_image"]["defaultValue"] == reference
+    assert {e["container"]["image"] for e in ir["deploymentSpec"]["executors"].values()} == {reference}
