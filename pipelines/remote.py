@@ -33,8 +33,17 @@ def kfp_cron(expression: str) -> str:
 
 
 def _spec(package: Path) -> tuple[dict, dict | None]:
-    docs = list(yaml.safe_load_all(package.read_text()))
-    return docs[0], (docs[1] if len(docs) > 1 else None)
+    """The pipeline spec (and platform spec) of a compiled IR YAML; anything else is a ConfigError."""
+    try:
+        docs = list(yaml.safe_load_all(package.read_text()))
+    except (UnicodeDecodeError, yaml.YAMLError):
+        docs = []
+    if not docs or not isinstance(docs[0], dict) or "pipelineInfo" not in docs[0]:
+        raise ConfigError(
+            f"--package {package} is not a compiled pipeline (Kubeflow IR YAML); "
+            "compile one with `frugalrl pipeline compile -o pipeline.yaml`"
+        )
+    return docs[0], (docs[1] if len(docs) > 1 and isinstance(docs[1], dict) else None)
 
 
 def run_body(package: Path, name: str, parameters: dict[str, Any]) -> dict[str, Any]:

@@ -138,6 +138,16 @@ def _garbage_policy(d: Path) -> None:
     (d / "run" / "policy.pt").write_bytes(b"\x00garbage")
 
 
+def _resumable_run_with_corrupt_metrics(d: Path) -> None:
+    """A run killed after its checkpoint, whose metrics.jsonl then lost its text (a disk error)."""
+    from frugalrl.train import train
+
+    train(tiny_config(), d / "run", interactive=False)
+    (d / "run" / "summary.json").unlink()
+    with (d / "run" / "metrics.jsonl").open("ab") as log:
+        log.write(bytes(range(128, 256)) * 8)
+
+
 def _profile(text: str) -> Callable[[Path], None]:
     return _write("profile.yaml", text)
 
@@ -378,6 +388,52 @@ CASES += [
     Case("image push: a path as registry", lambda d: ["image", "push", "--registry", "r:5000/x"], says="HOST:PORT"),
     Case("image: unknown subcommand", lambda d: ["image", "pull"], says="pull"),
     Case("unknown command", lambda d: ["fly"], says="fly"),
+    Case(
+        "train: --resume a run whose metrics.jsonl is corrupt",
+        lambda d: ["train", "--resume", str(d / "run")],
+        _resumable_run_with_corrupt_metrics,
+        "metrics.jsonl is corrupt",
+    ),
+    # pipeline compile/submit/schedule: the file to write, the package to send
+    Case(
+        "pipeline compile: -o an existing folder",
+        lambda d: ["pipeline", "compile", "--config", str(d / "good.yaml"), "-o", str(d)],
+        _good_config,
+        "is a folder",
+    ),
+    Case(
+        "pipeline compile: -o not a YAML file",
+        lambda d: ["pipeline", "compile", "--config", str(d / "good.yaml"), "-o", str(d / "p.json")],
+        _good_config,
+        ".yaml",
+    ),
+    Case(
+        "pipeline submit: --package of random bytes",
+        lambda d: ["pipeline", "submit", "--host", "http://127.0.0.1:9", "--package", str(d / "p.pt")],
+        _write("p.pt", bytes(range(256)) * 4),
+        "not a compiled pipeline",
+    ),
+    Case(
+        "pipeline submit: --package a YAML that is not a pipeline",
+        lambda d: ["pipeline", "submit", "--host", "http://127.0.0.1:9", "--package", str(d / "p.yaml")],
+        _write("p.yaml", "a: 1\n"),
+        "not a compiled pipeline",
+    ),
+    Case(
+        "pipeline schedule: --package of random bytes",
+        lambda d: [
+            "pipeline",
+            "schedule",
+            "--host",
+            "http://127.0.0.1:9",
+            "--cron",
+            "0 3 * * *",
+            "--package",
+            str(d / "p.pt"),
+        ],  # fmt: skip
+        _write("p.pt", bytes(range(256)) * 4),
+        "not a compiled pipeline",
+    ),
 ]
 # pytorchjob validate on files that are not a PyTorchJob manifest: (content, what the line names)
 BAD_MANIFESTS: dict[str, tuple[str | bytes, str]] = {

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import re
+
+import pytest
+import typer
 
 from frugalrl.cli import main
+from frugalrl.errors import FrugalError
 from frugalrl.train import train
 
-from .conftest import tiny_config
+from .conftest import REPO, tiny_config
 
 
 def test_check_reports_every_component(capsys):
@@ -31,9 +38,83 @@ def test_evaluate_a_run_directory_over_fixed_seeds(tmp_path, capsys):
 
 
 def test_evaluate_missing_model_is_a_clear_error(tmp_path, capsys):
-    import pytest
-
     with pytest.raises(SystemExit) as exit_info:
         main(["evaluate", str(tmp_path / "nowhere")])
     assert exit_info.value.code == 2
     assert "not found" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ every way out of cli.main
+
+
+def _raising(exc: BaseException):
+    def app(*args, **kwargs):
+        raise exc
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "says"),
+    [
+        (FrugalError("the config is wrong; fix it"), 2, "error: the config is wrong; fix it"),
+        (OSError(errno.ENOSPC, "No space left on device", "run/checkpoint.pt"), 2, "writing run/checkpoint.pt"),
+        (PermissionError(errno.EACCES, "Permission denied", "run"), 2, "fix the permissions"),
+        (KeyboardInterrupt(), 130, "interrupted"),
+        (typer.Abort(), 130, "interrupted"),
+        (typer.Exit(3), 3, ""),
+    ],
+    ids=["frugal-error", "disk-full", "permission", "ctrl-c", "abort", "exit-code"],
+)
+def test_every_way_out_of_main_is_its_exit_code_and_at_most_one_line(exc, code, says, monkeypatch, capsys):
+    import frugalrl.cli as cli
+
+    if isinstance(exc, typer.Exit):  # outside standalone mode Click returns the code
+        monkeypatch.setattr(cli, "app", lambda *args, **kwargs: exc.exit_code)
+    else:
+        monkeypatch.setattr(cli, "app", _raising(exc))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["anything"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == code
+    assert len(err.splitlines()) <= 1 and says in err and "Traceback" not in err
+
+
+def test_a_usage_error_is_one_line_naming_the_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--no-such-option"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.splitlines() == [err.strip()] and "--no-such-option" in err and "frugalrl train --help" in err
+
+
+def test_a_bug_keeps_its_traceback(monkeypatch):
+    """An error no user can fix is not dressed up as one: it propagates (with its traceback)."""
+    import frugalrl.cli as cli
+
+    monkeypatch.setattr(cli, "app", _raising(ZeroDivisionError("a bug")))
+    with pytest.raises(ZeroDivisionError):
+        main(["anything"])
+    monkeypatch.setattr(cli, "app", _raising(OSError(errno.EIO, "Input/output error")))
+    with pytest.raises(OSError):
+        main(["anything"])
+
+
+def test_success_returns():
+    assert main(["config", "validate", str(REPO / "configs" / "cartpole-ppo.yaml")]) is None
+
+
+def test_the_cli_names_no_private_module_of_a_dependency():
+    """Private modules (``typer._click`` lost ``Abort`` in typer 0.29) change without notice between
+    releases: no import of one, and no attribute path into one, in the library, pipelines or components."""
+    import importlib.util
+
+    imported = re.compile(r"^\s*(?:from|import)\s+((?!frugalrl\b)\w+(?:\.\w+)*\._\w+)", re.MULTILINE)
+    dotted = re.compile(r"\b((?:typer|click|mlflow|kfp|optuna|torch|docker|pydantic|gymnasium)(?:\.\w+)*\._[a-z]\w*)")
+    for path in [*(REPO / "src" / "frugalrl").rglob("*.py"), *(REPO / "pipelines").rglob("*.py"),
+                 *(REPO / "components").rglob("*.py")]:  # fmt: skip
+        text = path.read_text()
+        assert not imported.search(text), (path, imported.search(text).group(1))
+        for name in dotted.findall(text):  # torch._foreach_norm is a private function, not a module
+            with contextlib.suppress(ModuleNotFoundError, ValueError):
+                assert importlib.util.find_spec(name) is None, (path, name)

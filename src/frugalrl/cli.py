@@ -481,11 +481,20 @@ def pipeline_compile(
     Every step names the image pushed last from this checkout, by digest, unless --image names another."""
     if config is not None and profile is not None:
         raise FrugalError("pass --config or --profile, not both")
+    _check_output_file(output)
     pipelines = _pipelines()
     line = pipelines.image_line(image, profile)  # a bad --image fails before anything is written
     pipelines.compile_pipeline(output, config, profile, image)
     typer.echo(f"compiled: {output}")
     typer.echo(line)
+
+
+def _check_output_file(output: Path) -> None:
+    """The compiled IR is one YAML file: a folder or another suffix is refused before anything is built."""
+    if output.is_dir():
+        raise FrugalError(f"-o {output} is a folder; give the file to write, e.g. -o {output / 'pipeline.yaml'}")
+    if output.suffix not in (".yaml", ".yml"):
+        raise FrugalError(f"-o {output}: the compiled pipeline is YAML; give a path ending in .yaml")
 
 
 def _compiled(config: Path | None, profile: str | None, package: Path | None, where: Path) -> Path:
@@ -686,11 +695,6 @@ def main(argv: list[str] | None = None) -> None:
     Click runs outside its standalone mode so that every way out passes here: a usage error is
     one line (not a usage box), Ctrl-C is a message and 130 (Click would print "Aborted!", exit 1).
     """
-    try:  # Typer 0.2x vendors its own Click; older ones use the package
-        import typer._click as click
-    except ImportError:
-        import click
-
     import logging
 
     # MLflow's INFO lines ("Creating initial MLflow database tables...") are not the user's business:
@@ -700,7 +704,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=spread_list_options(sys.argv[1:] if argv is None else argv), prog_name="frugalrl",
                    standalone_mode=False)  # fmt: skip
-    except click.exceptions.ClickException as exc:  # bad arguments or options
+    except typer.TyperException as exc:  # bad arguments or options (typer's public base of its usage errors)
         command = " ".join(exc.ctx.command_path.split()[1:]) if getattr(exc, "ctx", None) else ""
         print(f"error: {exc.format_message()} (see: frugalrl {command} --help)".replace("  ", " "), file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -714,7 +718,7 @@ def main(argv: list[str] | None = None) -> None:
         fix = "free space or fix the permissions, then run again (finished files are kept; a run goes on with --resume)"
         print(f"error: {exc.strerror}{where}; {fix}", file=sys.stderr)
         sys.exit(2)
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         print("interrupted; files this command finished writing are kept", file=sys.stderr)
         sys.exit(130)
     if isinstance(code, int) and code != 0:

@@ -88,12 +88,29 @@ def preflight(out: Path) -> Iterator[None]:
         raise
 
 
+def metrics_log_lines(out: Path) -> list[str]:
+    """``metrics.jsonl``'s lines (none when it is missing); a file that is not text is a one-line error,
+    raised before a resume writes anything, so the damaged file stays as it was for the user to see."""
+    path = Path(out) / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise FrugalError(
+            f"{path} is corrupt (not text at line {line}); move it aside to resume without the earlier "
+            "metrics lines, or restore it, then run --resume again"
+        ) from None
+
+
 def truncate_metrics_log(out: Path, update: int) -> int:
     """Drop ``metrics.jsonl`` lines after ``update`` (a resume redoes them); how many were dropped."""
     path = Path(out) / "metrics.jsonl"
-    if not path.is_file():
+    lines = metrics_log_lines(out)
+    if not lines:
         return 0
-    lines = path.read_text().splitlines(keepends=True)
     kept = []
     for line in lines:
         try:

@@ -44,7 +44,14 @@ from frugalrl.errors import CheckpointError, FrugalError, Interrupted, TrainingD
 from frugalrl.fusion.launch import under_torchrun
 from frugalrl.loop import Callback, Checkpointer, MetricsLog, OnUpdate, Progress, Throughput, Tracking, run_loop
 from frugalrl.progress import TrainingProgress
-from frugalrl.rundir import check_new_run_dir, finish_run, preflight, start_run_dir, truncate_metrics_log
+from frugalrl.rundir import (
+    check_new_run_dir,
+    finish_run,
+    metrics_log_lines,
+    preflight,
+    start_run_dir,
+    truncate_metrics_log,
+)
 from frugalrl.selection import SampleSelector
 from frugalrl.selectors import SELECTORS, SelectorContext
 
@@ -192,6 +199,7 @@ def train(
             ckpt_path = out / CHECKPOINT_FILE
             if resume:
                 state = load_checkpoint(ckpt_path)
+                metrics_log_lines(out)  # a corrupt log is refused before anything is rewritten
             device = start_run_dir(config, out)
 
             env = make_vec_env(config.env, gamma=config.algo_config.gamma)
