@@ -5,16 +5,22 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.frugalrl-installed
+# The versions CI ran, for this Python (constraints/py311.txt; refresh: scripts/refresh_constraints.sh).
+# A Python without a file installs from pyproject.toml's ranges, and says so.
+PYTAG := $(shell $(PYTHON) -c 'import sys; print(f"py{sys.version_info[0]}{sys.version_info[1]}")')
+CONSTRAINTS ?= $(wildcard constraints/$(PYTAG).txt)
+PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
-.PHONY: demo test test-fast lint check-infra setup clean image
+.PHONY: demo test test-fast lint check-infra setup clean image constraints
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(if $(CONSTRAINTS),,@echo "no constraints/$(PYTAG).txt: installing from pyproject.toml's ranges (versions CI has not run)")
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" $(PIN)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' $(PIN)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,6 +37,10 @@ test-fast: $(STAMP)  # the edit-test loop: everything but the tests marked slow
 BASE ?=
 image: $(STAMP)
 	$(BIN)/frugalrl image build $(if $(BASE),--base $(BASE))
+
+# Re-resolve from pyproject.toml's ranges into constraints/pyXY.txt; then `make test` and commit it.
+constraints:
+	PYTHON=$(PYTHON) TORCH_SPEC="$(TORCH_SPEC)" scripts/refresh_constraints.sh
 
 check-infra: $(STAMP)
 	BIN=$(BIN) scripts/check_infra.sh

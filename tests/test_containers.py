@@ -216,3 +216,12 @@ def test_runner_docker_without_an_mlflow_server_is_one_line(step_image, records,
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --runner docker needs an MLflow server the containers can reach") and "\n" not in err
     assert not (tmp_path / "root").exists() or not any((tmp_path / "root").iterdir())
+
+
+def test_a_base_from_an_unreachable_registry_is_one_line_naming_the_local_base(records, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["image", "build", "--base", "registry.invalid/python:3.11-slim"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: the build failed:") and "\n" not in err, err
+    assert "--base debootstrap" in err, err

@@ -99,3 +99,14 @@ def test_pinning_names_the_image_of_the_pytorchjob_workers_too(tmp_path):
     ir = next(yaml.safe_load_all(out.read_text()))
     assert ir["root"]["inputDefinitions"]["parameters"]["training_image"]["defaultValue"] == reference
     assert {e["container"]["image"] for e in ir["deploymentSpec"]["executors"].values()} == {reference}
+
+
+def test_a_build_that_reaches_no_registry_names_the_local_base():
+    from frugalrl.images import build_failure
+
+    dns = ('Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.0.0.2:53: '
+           "no such host")  # fmt: skip
+    line = build_failure(dns, "build.log")
+    assert "no such host" in line and "--base debootstrap" in line and "make image BASE=debootstrap" in line
+    step = build_failure("The command '/bin/sh -ec pip install ...' returned a non-zero code: 1", "build.log")
+    assert "debootstrap" not in step and step.endswith("(full log: build.log)")

@@ -3,9 +3,10 @@
 Everything goes through the Docker daemon with the docker Python SDK (no ``docker`` binary).
 A build sends a context made of the checkout's tracked files plus the *build extras*
 (``images/extras/`` in the context only): a CPU torch wheel from pip's ``find-links``, the CA
-bundle pip trusts, and the package versions of the environment that builds, as constraints. The
-image then holds the versions that ran here, which is what makes a container step's returns equal
-a subprocess step's on the same CPU.
+bundle pip trusts, and the versions CI ran (``constraints/<python>.txt`` of the checkout, the one
+``make setup`` installs from) as pip constraints. The image then holds the versions a ``make setup``
+environment holds, which is what makes a container step's returns equal a subprocess step's on the
+same CPU.
 
 What was built (tag, image ID, size, build time, commit) and, after a push, the registry digest
 are kept in ``.frugalrl/image-<flavor>.json`` of the checkout: ``pipeline compile`` and
@@ -23,9 +24,8 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,9 @@ from frugalrl import __version__
 from frugalrl.errors import FrugalError
 
 FLAVORS = {"cpu": "images/Dockerfile.cpu", "cuda": "images/Dockerfile.cuda"}
+# The Python of each Dockerfile's base (python:3.11-slim or Debian bookworm; Ubuntu 22.04): which
+# constraints file of the checkout fits it.
+FLAVOR_PYTHON = {"cpu": "py311", "cuda": "py310"}
 DEFAULT_TORCH = "torch==2.13.0"
 # What goes into the build context besides the extras: what the Dockerfiles COPY.
 CONTEXT_PATHS = ("pyproject.toml", "README.md", "src", "components", "pipelines", "configs", "profiles", "images")
@@ -154,15 +157,11 @@ def local_wheels(torch_spec: str, python_tag: str = "cp311") -> list[Path]:
     return found[:1]
 
 
-def pinned_versions(exclude: Iterable[str] = ("frugalrl",)) -> str:
-    """``name==version`` of every distribution in this environment: the image's pip constraints."""
-    skip = {e.lower() for e in exclude}
-    lines = set()
-    for dist in metadata.distributions():
-        name = dist.metadata["Name"]
-        if name and name.lower() not in skip:
-            lines.add(f"{name}=={dist.version}")
-    return "\n".join(sorted(lines, key=str.lower)) + "\n"
+def pinned_versions(repo: Path, flavor: str) -> str | None:
+    """The checkout's constraints for the image's Python (``constraints/py311.txt``), or ``None``
+    where there is none for it (the image then installs from pyproject.toml's ranges)."""
+    path = repo / "constraints" / f"{FLAVOR_PYTHON[flavor]}.txt"
+    return path.read_text() if path.is_file() else None
 
 
 def write_context(repo: Path, out: Path, wheels: list[Path], cert: Path | None, constraints: str | None) -> int:
@@ -260,7 +259,10 @@ def build_image(
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="frugalrl-image-") as tmp:
         context = Path(tmp) / "context.tar"
-        size = write_context(repo, context, wheels, pip_cert, pinned_versions() if pin_versions else None)
+        constraints = pinned_versions(repo, flavor) if pin_versions else None
+        if pin_versions and constraints is None:
+            progress(f"no constraints/{FLAVOR_PYTHON[flavor]}.txt in the checkout: the image installs from the ranges")
+        size = write_context(repo, context, wheels, pip_cert, constraints)
         progress(f"building {tag} from {FLAVORS[flavor]} (context {size / 2**20:.0f} MiB; log: {log_path})")
         with context.open("rb") as fileobj, log_path.open("w") as log:
             image_id = _stream_build(client, fileobj, FLAVORS[flavor], tag, build_args, log, progress)
@@ -298,6 +300,25 @@ def _check_base(client: Any, base: str) -> None:
         raise ImageError(f"--base {base}: {_one_line(str(exc))}") from None
 
 
+# What the daemon says when the base's registry cannot be reached (DNS, TCP, TLS, no route).
+_UNREACHABLE_REGISTRY = re.compile(
+    r"lookup .*(no such host|server misbehaving|i/o timeout)|dial tcp|TLS handshake timeout|connection refused"
+    r"|network is unreachable|failed to resolve source metadata|Client\.Timeout|failed to do request",
+    re.IGNORECASE,
+)
+
+
+def build_failure(message: str, log_name: str) -> str:
+    """The one line of a failed build; where no registry answered for the base, how to build without one."""
+    line = f"the build failed: {_one_line(message)}"
+    if _UNREACHABLE_REGISTRY.search(message):
+        line += (
+            "; no container registry answers from here: build the base locally with "
+            "`frugalrl image build --base debootstrap` (or `make image BASE=debootstrap`)"
+        )
+    return f"{line} (full log: {log_name})"
+
+
 def _stream_build(client: Any, fileobj: Any, dockerfile: str, tag: str, build_args: dict, log: Any,
                   progress: Callable[[str], None]) -> str:  # fmt: skip
     """Send the context and follow the daemon's output; returns the new image's ID."""
@@ -315,11 +336,11 @@ def _stream_build(client: Any, fileobj: Any, dockerfile: str, tag: str, build_ar
                     progress(line)
             if "error" in chunk:
                 log.write(chunk["error"] + "\n")
-                raise ImageError(f"the build failed: {_one_line(chunk['error'])} (full log: {log.name})")
+                raise ImageError(build_failure(chunk["error"], log.name))
             if "aux" in chunk and "ID" in chunk["aux"]:
                 image_id = chunk["aux"]["ID"]
     except docker.errors.APIError as exc:
-        raise ImageError(f"the build failed: {_one_line(str(exc))} (full log: {log.name})") from None
+        raise ImageError(build_failure(str(exc), log.name)) from None
     if image_id is None:
         raise ImageError(f"the daemon reported no image; see {log.name}")
     return image_id
