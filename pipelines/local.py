@@ -15,6 +15,7 @@ from components import FRUGALRL_IMAGE
 from kfp import compiler, local
 
 from frugalrl.config import load_config
+from frugalrl.credentials import redact_text, shown
 from frugalrl.errors import PipelineFailed
 from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
 from pipelines.console import StageConsole, stage_names
@@ -71,7 +72,8 @@ class LocalRunResult:
         return [
             f"registered {self.model_name} version {self.version} (eval mean {self.eval_mean:.2f})",
             f"step outputs: {self.pipeline_root}",
-            f"MLflow store: {self.tracking_uri}  (open it: mlflow ui --backend-store-uri {self.tracking_uri})",
+            f"MLflow store: {shown(self.tracking_uri)}  (open it: mlflow ui --backend-store-uri "
+            f"{shown(self.tracking_uri)})",
             _champion_line(registry_client(), self.model_name),
         ]
 
@@ -99,7 +101,8 @@ def run_local(
     if isolated:
         _pin_artifact_root(uri, [config.tracking.experiment])
     run = _run(pipeline_for(kind), root, f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}.log", isolated,
-               step_image, config_yaml=config_path.read_text(), overrides=overrides, model_name=name,
+               step_image, config_yaml=redact_text(config_path.read_text()),
+               overrides=[redact_text(o) for o in overrides], model_name=name,
                eval_episodes=config.eval.episodes, eval_seed=config.eval.seed, **extra)  # fmt: skip
     version = str(run.output)
     from frugalrl.tracking import registry_client
@@ -120,7 +123,8 @@ def run_profile_local(
 
     ``isolated``: every stage in its own directory with only its declared inputs (``pipelines.isolated``).
 
-    The tune workers share one study in ``OPTUNA_STORAGE``, by default a sqlite file under ``root``.
+    The tune workers share one study in ``OPTUNA_STORAGE``, else the train stage's ``tuning.storage``,
+    else a sqlite file under ``root``.
     """
     from pipelines.production import build_pipeline, load_profile
 
@@ -131,7 +135,9 @@ def run_profile_local(
     os.environ["MLFLOW_TRACKING_URI"] = uri
     root = root.resolve()
     root.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("OPTUNA_STORAGE", f"sqlite:///{root / 'optuna.db'}")
+    tuning = profile.stage_config(profile.train).tuning if profile.train and profile.tune.workers else None
+    if not (tuning and tuning.storage):  # the train stage's own storage, when it names one, is the study's
+        os.environ.setdefault("OPTUNA_STORAGE", f"sqlite:///{root / 'optuna.db'}")
     if isolated:
         stages = [s for s in (profile.train, profile.latent, profile.peft) if s is not None]
         _pin_artifact_root(uri, sorted({profile.stage_config(s).tracking.experiment for s in stages}))

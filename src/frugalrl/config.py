@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from frugalrl.credentials import redact_data
 from frugalrl.errors import ConfigError
 
 
@@ -863,6 +864,9 @@ def validate_config(data: Any, source: str = "<config>") -> ExperimentConfig:
     """Validate a parsed mapping into an ``ExperimentConfig`` or raise a one-line ``ConfigError``."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping of keys, got {type(data).__name__}")
+    # A credential never enters the config, so nothing recorded from it (params, config.yaml,
+    # checkpoints, the hash) holds one; its real value goes by environment (frugalrl.credentials).
+    data = redact_data(data)
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as exc:

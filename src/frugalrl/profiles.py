@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from frugalrl.config import ExperimentConfig, _describe, _Strict, load_config, read_text_file, yaml_mapping
+from frugalrl.credentials import redact_data, redact_text
 from frugalrl.errors import ConfigError
 
 # The patterns kfp's PipelineTask.set_cpu_*/set_memory_* accept, checked here so that a bad value is a
@@ -126,8 +127,9 @@ class Profile(_Strict):
         return load_config(self._root / stage.config, stage.overrides)
 
     def stage_text(self, stage: ProfileStage) -> str:
-        """The stage's config file as text: what the pipeline's steps receive."""
-        return (self._root / stage.config).read_text()
+        """The stage's config file as text, credentials redacted: what the pipeline's steps receive
+        (and a compiled pipeline holds); their real values reach the steps by environment."""
+        return redact_text((self._root / stage.config).read_text())
 
 
 def validate_profile(data: Any, source: str, root: Path) -> Profile:
@@ -135,7 +137,7 @@ def validate_profile(data: Any, source: str, root: Path) -> Profile:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping of keys, got {type(data).__name__}")
     try:
-        profile = Profile.model_validate(data)
+        profile = Profile.model_validate(redact_data(data))  # stage overrides hold no credential
     except ValidationError as exc:
         errors = exc.errors()
         raise ConfigError(_describe(errors[0], source, len(errors) - 1, Profile)) from None

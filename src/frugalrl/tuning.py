@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalrl.config import ExperimentConfig, SearchDimension, apply_overrides, validate_config
+from frugalrl.credentials import reveal, shown
 from frugalrl.errors import ConfigError, TrainingDiverged
 
 STORAGE_ENV = "OPTUNA_STORAGE"
@@ -37,7 +38,8 @@ def storage_for(config: ExperimentConfig, out: Path) -> Any:
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     tuning = config.tuning
-    url = os.environ.get(STORAGE_ENV) or tuning.storage or f"sqlite:///{out / 'optuna.db'}"
+    configured = reveal(tuning.storage, "tuning.storage", STORAGE_ENV)  # its password comes by environment
+    url = os.environ.get(STORAGE_ENV) or configured or f"sqlite:///{out / 'optuna.db'}"
     if url.endswith(".log"):
         Path(url).parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(url))
@@ -56,7 +58,7 @@ def storage_for(config: ExperimentConfig, out: Path) -> Any:
             last = exc
             time.sleep(0.5 * (attempt + 1))
     raise ConfigError(
-        f"Optuna storage {url.split('@')[-1]} is unusable ({str(last).splitlines()[0][:120]}); "
+        f"Optuna storage {url.split('@')[-1]} is unusable ({shown(str(last).splitlines()[0])[:120]}); "
         f"check {STORAGE_ENV} / tuning.storage"
     ) from None
 

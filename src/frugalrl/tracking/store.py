@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from frugalrl.credentials import shown
 from frugalrl.errors import TrackingError
 
 
@@ -30,12 +31,12 @@ def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
             with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout_s) as response:
                 if response.status != 200:
                     raise TrackingError(
-                        f"MLflow server {uri} answered HTTP {response.status} on /health; check the server"
+                        f"MLflow server {shown(uri)} answered HTTP {response.status} on /health; check the server"
                     )
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise TrackingError(
-                f"MLflow server {uri} is unreachable ({reason}); start it or unset MLFLOW_TRACKING_URI "
+                f"MLflow server {shown(uri)} is unreachable ({reason}); start it or unset MLFLOW_TRACKING_URI "
                 "to use the local sqlite store"
             ) from None
     elif uri.startswith("sqlite:///"):
