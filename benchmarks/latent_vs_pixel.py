@@ -2,8 +2,9 @@
 
 Protocol (Kaiser et al. 2020, "Model-Based RL for Atari", and the papers that reuse its
 budget): 100k agent steps per run (400k frames at frame-skip 4), sticky actions (0.25) as in
-every Atari config here, and the score of a run is the mean return over its evaluation episodes
-(full games, stochastic policy). Scores are given raw and human-normalised,
+every Atari config here, and the score of a run is the mean return over its evaluation episodes:
+full games (all lives; training cuts the value target at a lost life, the game goes on; no
+automatic FIRE), stochastic policy. Scores are given raw and human-normalised,
 ``(score - random) / (human - random)``, with the reference scores below.
 
 One encoder serves every latent run: ``frugalrl pretrain encoder --games ...`` trains it once on
@@ -80,7 +81,11 @@ DESCRIPTIONS = {
 QUALITY = ("wm_latent_error_k", "wm_latent_error_k_copy", "wm_reward_accuracy", "wm_done_accuracy",
            "wm_imagined_return", "wm_real_return")  # fmt: skip
 RESULTS = _report.RESULTS_DIR / "latent_vs_pixel.jsonl"
-PROTOCOL = "atari100k"
+# Rows of the protocol "atari100k" (before 2026-12-01, commit 1b5bf2f) trained and evaluated with
+# ale-py's episodic_life, which reset the whole game at every lost life: single-life scores, not
+# comparable with the references. They stay in the file; the table renders full-game rows only.
+PROTOCOL = "atari100k-full-game"
+SINGLE_LIFE_PROTOCOL = "atari100k"
 _lock = threading.Lock()
 
 
@@ -227,15 +232,16 @@ def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argp
 
 
 NO_ROWS = (
-    "_No rows in `benchmarks/results/latent_vs_pixel.jsonl` yet. The figures this section held were measured before "
-    "per-run rows were kept and under the old meter (which billed frame encoding as training and left pixel PPO's "
-    "acting out); they stay below this table's place, marked as archived._"
+    "_No full-game rows in `benchmarks/results/latent_vs_pixel.jsonl` yet. The rows there (protocol `atari100k`) "
+    "were trained and evaluated on single lives (ale-py's episodic_life reset the whole game at every lost life, "
+    "with an automatic FIRE), so their scores are not comparable with the published full-game references; their "
+    "table stays below, archived, and earlier figures further below under the old meter._"
 )
 
 
-def select(rows: list[dict]) -> tuple[list[dict], dict | None]:
+def select(rows: list[dict], protocol: str = PROTOCOL) -> tuple[list[dict], dict | None]:
     """The newest run row per (game, variant, seed) at the newest budget, and the encoder they used."""
-    mine = [r for r in rows if r.get("protocol") == PROTOCOL]
+    mine = [r for r in rows if r.get("protocol") == protocol]
     runs = [r for r in mine if r["kind"] == "run"]
     if not runs:
         return [], None

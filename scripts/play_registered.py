@@ -8,8 +8,12 @@ in ``frugalrl.env_dynamics`` (mass and friction scales, gravity), applied here t
 Episode i starts from seed ``--seed + i``, as frugalrl's evaluation does. Atari policies take
 stacked 84x84 grayscale frames (the model's signature says so); this script makes them from the
 raw screen the usual way (4-frame skip with a max over the last two, resize, stack of 4, random
-no-ops and FIRE after reset), so its scores match frugalrl's evaluation in distribution, not
-episode by episode. Prints one JSON line.
+no-ops after reset) and plays full games (all lives, ALE's sticky actions 0.25, cut at
+``--max-frames``), the protocol frugalrl evaluates with. FIRE is pressed after reset only for a
+version tagged ``frugalrl.fire_reset=true`` (a policy trained with ``env.atari.fire_reset``); the
+others learned to serve. Its scores match frugalrl's evaluation in distribution, not episode by
+episode (ALE's sticky actions draw from their own generator; tests/test_atari_protocol.py checks
+that the two agree within their intervals). Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ import numpy as np
 class FrameStack:
     """Raw grayscale ALE screens to the (stack, size, size) uint8 input of a frugalrl Atari policy."""
 
-    def __init__(self, env: gym.Env, stack: int = 4, size: int = 84, skip: int = 4, noop_max: int = 30):
+    def __init__(self, env: gym.Env, stack: int = 4, size: int = 84, skip: int = 4, noop_max: int = 30,
+                 fire_reset: bool = False):  # fmt: skip
         self.env, self.stack, self.size, self.skip, self.noop_max = env, stack, size, skip, noop_max
         self.frames: list[np.ndarray] = []
         meanings = env.unwrapped.get_action_meanings()
-        self.fire = meanings.index("FIRE") if "FIRE" in meanings else None
+        self.fire = meanings.index("FIRE") if fire_reset and "FIRE" in meanings else None
 
     def _screen(self, raw: list[np.ndarray]) -> np.ndarray:
         from PIL import Image
@@ -74,7 +79,13 @@ def with_dynamics(env: gym.Env, dynamics: dict) -> gym.Env:
 
 
 def play(
-    uri: str, env_id: str, episodes: int, seed: int, max_frames: int = 108_000, dynamics: dict | None = None
+    uri: str,
+    env_id: str,
+    episodes: int,
+    seed: int,
+    max_frames: int = 108_000,
+    dynamics: dict | None = None,
+    fire_reset: bool = False,
 ) -> list[float]:
     model = mlflow.pyfunc.load_model(uri)
     atari = env_id.startswith("ALE/")
@@ -85,7 +96,8 @@ def play(
     returns = []
     for i in range(episodes):
         if atari:
-            env = FrameStack(gym.make(env_id, frameskip=1, obs_type="grayscale", max_num_frames_per_episode=max_frames))
+            raw = gym.make(env_id, frameskip=1, obs_type="grayscale", max_num_frames_per_episode=max_frames)
+            env = FrameStack(raw, fire_reset=fire_reset)
             obs, total, done = env.reset(seed + i), 0.0, False
             while not done:
                 action = int(np.asarray(model.predict(obs[None]))[0])
@@ -116,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=10_000)
     parser.add_argument("--max-frames", type=int, default=108_000, help="Atari: frames before an episode is cut")
     args = parser.parse_args(argv)
-    env_id, dynamics = args.env, None
+    env_id, dynamics, fire_reset = args.env, None, False
     if env_id is None:
         name, _, ref = args.uri.removeprefix("models:/").partition("@")
         client = mlflow.MlflowClient()
@@ -127,10 +139,11 @@ def main(argv: list[str] | None = None) -> int:
             version = client.get_model_version(name, number)
         env_id = version.tags.get("frugalrl.env_id")
         dynamics = json.loads(version.tags.get("frugalrl.env_dynamics", "null"))
+        fire_reset = version.tags.get("frugalrl.fire_reset") == "true"
         if not env_id:
             print(f"error: {args.uri} has no frugalrl.env_id tag; pass --env ENV_ID", file=sys.stderr)
             return 2
-    returns = play(args.uri, env_id, args.episodes, args.seed, args.max_frames, dynamics)
+    returns = play(args.uri, env_id, args.episodes, args.seed, args.max_frames, dynamics, fire_reset)
     print(json.dumps({"uri": args.uri, "env_id": env_id, "returns": returns, "mean": float(np.mean(returns))}))
     return 0
 

@@ -370,10 +370,13 @@ def config_validate(file: Path, overrides: SetOption = None) -> None:
     """Validate an experiment file and make its env once; prints the resolved config hash on success."""
     from frugalrl.config import load_config
     from frugalrl.envs.factory import check_env
+    from frugalrl.evaluation import protocol_note
 
     cfg = load_config(file, overrides or [])
     check_env(cfg)  # what the run will need from its env and algorithm, checked now
     typer.echo(f"{file}: valid ({cfg.env.id}, {cfg.algo}, config hash {cfg.hash()})")
+    if note := protocol_note(cfg.env, cfg.eval.episodes):
+        typer.echo(note)
 
 
 @config_app.command("show")
@@ -402,12 +405,13 @@ def evaluate(
     from frugalrl.policy_store import load_policy
 
     policy = load_policy(model_uri)
-    env_config = EnvConfig.model_validate(policy.spec["env"])
+    saved = EnvConfig.saved(policy.spec["env"])
+    env_config = EnvConfig.model_validate(saved)
     if env is not None:
         from frugalrl.config import validate_config
 
-        env_config = validate_config({"env": {**policy.spec["env"], "id": env}}, source="--env").env
-        _same_spaces(EnvConfig.model_validate(policy.spec["env"]), env_config)
+        env_config = validate_config({"env": {**saved, "id": env}}, source="--env").env
+        _same_spaces(EnvConfig.model_validate(saved), env_config)
     result = evaluate_policy(policy, env_config, episodes, seed, deterministic=not stochastic)
     if json_out:
         typer.echo(json.dumps({"env_id": env_config.id, **result.metrics(), "returns": result.returns}))

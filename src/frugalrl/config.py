@@ -44,16 +44,46 @@ class _Strict(BaseModel):
 
 
 class AtariConfig(_Strict):
-    """Preprocessing of ALE games (done natively inside ale-py's vector env)."""
+    """Preprocessing of ALE games (done natively inside ale-py's vector env) and the scoring protocol.
+
+    Evaluation plays full games (all lives), as published Atari scores do (Machado et al. 2018:
+    sticky actions 0.25, a cap of 108,000 frames); training may cut the value target at a lost
+    life (``life_loss``) while the game goes on.
+    """
 
     frameskip: int = Field(4, ge=1, le=16)
     stack_num: int = Field(4, ge=1, le=16)
     img_size: int = Field(84, ge=36, le=210, description="the Nature CNN's three convolutions need 36+ pixels")
     grayscale: bool = True
     noop_max: int = Field(30, ge=0, le=1000)
-    episodic_life: bool = False
+    episodic_life: bool = Field(False, description="refused: it resets the whole game at a lost life; see life_loss")
+    life_loss: bool = Field(True, description="training: a lost life ends the value target, the game goes on")
+    fire_reset: bool = Field(False, description="press FIRE after each reset; off: the policy learns to serve")
     repeat_action_probability: float = Field(0.25, ge=0.0, le=1.0)
-    max_episode_steps: int = Field(108_000, ge=1)
+    max_episode_steps: int = Field(108_000, ge=1, description="frames before a game is cut (published: 108000)")
+
+    @field_validator("episodic_life")
+    @classmethod
+    def _not_single_life(cls, value: bool) -> bool:
+        if value:
+            raise ValueError(
+                "true makes every lost life reset the whole game, so scores are single-life scores; "
+                "use env.atari.life_loss: true (the value target is cut at a lost life, the game goes on)"
+            )
+        return value
+
+    def protocol_deviations(self) -> list[str]:
+        """How this differs from the published full-game protocol (empty: comparable with published scores)."""
+        out = []
+        if self.repeat_action_probability != 0.25:
+            out.append(f"sticky actions {self.repeat_action_probability:g} (published: 0.25)")
+        if self.max_episode_steps != 108_000:
+            out.append(f"games cut at {self.max_episode_steps} frames (published: 108000)")
+        if self.fire_reset:
+            out.append("FIRE pressed after each reset")
+        if self.frameskip != 4:
+            out.append(f"frameskip {self.frameskip} (published: 4)")
+        return out
 
 
 class DynamicsConfig(_Strict):
@@ -85,6 +115,15 @@ class EnvConfig(_Strict):
         True,
         description="CartPole-v1: step all copies as arrays (bit-identical trajectories, faster); false = one by one",
     )
+
+    @staticmethod
+    def saved(spec: dict[str, Any]) -> dict[str, Any]:
+        """A policy's saved env spec as it validates today: a policy trained with ale-py's
+        ``episodic_life`` (single-life episodes, refused now) is evaluated on full games."""
+        atari = spec.get("atari")
+        if isinstance(atari, dict) and atari.get("episodic_life"):
+            return {**spec, "atari": {**atari, "episodic_life": False}}
+        return spec
 
     @field_validator("id")
     @classmethod
@@ -786,6 +825,8 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("tracking", "retries"): 2,
     ("promotion", "pair_seeds"): True,
     ("latent", "pretrain_games"): [],
+    ("env", "atari", "life_loss"): True,
+    ("env", "atari", "fire_reset"): False,
 }
 
 

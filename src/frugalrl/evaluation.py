@@ -1,5 +1,9 @@
 """Policy evaluation: N episodes over fixed seeds, with mean, std, IQM and a bootstrap CI.
 
+The evaluation env is the training env without its learning aids: raw rewards, and for Atari
+whole games (all lives; ``LifeLossSignal`` is a training wrapper only), so a score is what the
+field reports (``scoring_protocol``).
+
 Episode ``i`` always starts from seed ``seed + i``, so two policies evaluated with the same
 seeds face the same initial states, and a re-run reproduces the figures exactly on CPU.
 Episodes run ``batch`` at a time in one vector env; each env's first episode counts and
@@ -17,6 +21,7 @@ import torch
 
 from frugalrl.config import EnvConfig
 from frugalrl.envs.factory import make_vec_env
+from frugalrl.envs.registry import is_atari
 from frugalrl.nets.policy import ExportedPolicy
 
 
@@ -72,6 +77,30 @@ class EvalResult:
         out = {f"{prefix}{key}": data[key] for key in ("mean", "std", "iqm", "ci_low", "ci_high")}
         out[f"{prefix}episodes"] = len(self.returns)
         return out
+
+
+MIN_ATARI_EPISODES = 30  # published Atari scores average at least this many full games
+
+
+def scoring_protocol(env_config: EnvConfig) -> str | None:
+    """Atari: ``full-game`` when evaluation follows the published protocol (all lives, sticky
+    actions 0.25, games cut at 108,000 frames, no FIRE convention), else what differs; ``None`` elsewhere."""
+    if not is_atari(env_config.id):
+        return None
+    deviations = env_config.atari.protocol_deviations()
+    return "full-game" + (f" ({'; '.join(deviations)})" if deviations else "")
+
+
+def protocol_note(env_config: EnvConfig, episodes: int) -> str | None:
+    """One line when an Atari score would not be comparable with published ones; ``None`` when it is."""
+    if not is_atari(env_config.id):
+        return None
+    problems = env_config.atari.protocol_deviations()
+    if episodes < MIN_ATARI_EPISODES:
+        problems.append(f"eval.episodes {episodes} (published scores: at least {MIN_ATARI_EPISODES} full games)")
+    if not problems:
+        return None
+    return f"note: {env_config.id} scores are not comparable with published full-game scores: {'; '.join(problems)}"
 
 
 Actor = Callable[[np.ndarray, Any], np.ndarray]  # (observations, the vector env) -> actions

@@ -26,7 +26,7 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.envs.wrappers import NormalizeObservation, find_wrapper
 from frugalrl.errors import FrugalError
-from frugalrl.evaluation import evaluate_policy
+from frugalrl.evaluation import evaluate_policy, scoring_protocol
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import save_policy
 
@@ -201,6 +201,7 @@ def finish_run(
         "cpu_s": round(cpu_s, 3),
         "eval_cpu_s": round(time.process_time() - cpu_s, 3),
         "eval_returns": result.returns,
+        **({"eval_protocol": protocol} if (protocol := scoring_protocol(config.env)) else {}),
         "updates": agent.update,
         "flops_per_sample": meter.flops_per_sample,
         "config_hash": config.hash(),

@@ -176,12 +176,15 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
     lineage.update(pretrained_inputs(config))  # which encoder / evaluator trained this policy
     lineage.update(summary.get("lineage", {}))  # e.g. an adapted policy's source policy and PEFT method
-    from frugalrl.evaluation import random_policy_returns
+    from frugalrl.evaluation import random_policy_returns, scoring_protocol
 
     # The task's floor on the same seeds: what a first version must beat, and a scale for every score.
     random = random_policy_returns(config.env, len(eval_returns), eval_seed).returns
     lineage["frugalrl.random_mean"] = f"{sum(random) / len(random):.4f}"
     lineage["frugalrl.env_id"] = config.env.id
+    if protocol := scoring_protocol(config.env):  # Atari: how the score was played (full games, ...)
+        lineage["frugalrl.protocol"] = protocol
+        lineage["frugalrl.fire_reset"] = str(config.env.atari.fire_reset).lower()
     if config.env.dynamics.changed:  # the task it plays is not the stock env: say how, for plain-gymnasium users
         lineage["frugalrl.env_dynamics"] = json.dumps(config.env.dynamics.model_dump(mode="json"))
     version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)

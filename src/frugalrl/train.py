@@ -41,6 +41,7 @@ from frugalrl.envs.wrappers import (
     wrapper_chain,
 )
 from frugalrl.errors import CheckpointError, FrugalError, Interrupted, TrainingDiverged
+from frugalrl.evaluation import protocol_note
 from frugalrl.fusion.launch import under_torchrun
 from frugalrl.loop import Callback, Checkpointer, MetricsLog, OnUpdate, Progress, Throughput, Tracking, run_loop
 from frugalrl.progress import TrainingProgress
@@ -174,6 +175,8 @@ def train(
         for line in pinned:
             print(line)
     check_env(config)  # an env or algorithm the run cannot use fails here, before anything is written
+    if first_rank and not resume and (note := protocol_note(config.env, config.eval.episodes)):
+        print(note)
     # a set-up that fails leaves no half-made run directory behind
     with preflight(out) if first_rank else contextlib.nullcontext():
         if config.latent.enabled:  # two rollout sources behind one learner; no checkpoints yet

@@ -207,7 +207,7 @@ class _AtariAgentView:
                 obs, info = self.env.reset()
         self.stack = [self._screen([obs])] * self.atari.stack_num
         meanings = self.env.unwrapped.get_action_meanings()
-        if "FIRE" in meanings:  # as the vector env the policy trained in does (use_fire_reset): launch the ball
+        if self.atari.fire_reset and "FIRE" in meanings:  # only where the policy trained with FIRE after reset
             obs, _, terminated, truncated, info = self.step(meanings.index("FIRE"))
             if terminated or truncated:
                 obs, info = self.env.reset()

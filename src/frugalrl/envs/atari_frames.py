@@ -5,7 +5,9 @@ not expose the console RAM, and the latent probe needs it (AtariARI labels such 
 ball position live there). ``AtariFrameReader`` runs N plain ALE envs and applies the same
 Nature-DQN preprocessing in numpy/torch: action repeat ``frameskip``, max over the last two
 raw frames, grayscale, resize to ``img_size`` (antialiased bilinear), up to ``noop_max``
-no-ops after reset and fire on reset where the game needs it. Measured against the vector
+no-ops after reset and fire on reset where the game needs it (random-play frames for encoder
+pretraining: a served ball makes more of them informative; a policy's own play, in the vector
+env, presses FIRE only with ``env.atari.fire_reset``). Measured against the vector
 env on Breakout the frames differ by about one grey level on average (resize kernels differ).
 
 It returns single frames (N, H, W) uint8; stacking is the dataset's job, so each frame is

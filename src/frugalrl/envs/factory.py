@@ -23,6 +23,7 @@ from frugalrl.envs.wrappers import (
     ClipReward,
     EpisodeStatistics,
     FrameStack,
+    LifeLossSignal,
     NormalizeObservation,
     ScaleReward,
 )
@@ -60,7 +61,8 @@ def make_atari_vector_env(config: EnvConfig, num_envs: int, num_threads: int = 0
             stack_num=atari.stack_num,
             frameskip=atari.frameskip,
             noop_max=atari.noop_max,
-            episodic_life=atari.episodic_life,
+            episodic_life=False,  # it resets the whole game at a lost life; LifeLossSignal cuts values instead
+            use_fire_reset=atari.fire_reset,
             repeat_action_probability=atari.repeat_action_probability,
             max_num_frames_per_episode=atari.max_episode_steps,
             reward_clipping=False,  # ClipReward does it, so episode returns stay raw
@@ -96,7 +98,9 @@ def make_vec_env(
         env = BatchedCartPole(n)
     else:
         env = FastSyncVectorEnv([partial(_make_single, config.id, dict(config.kwargs), config.dynamics)] * n)
-    env = EpisodeStatistics(env)
+    env = EpisodeStatistics(env)  # whole games: the life-loss signal below is for the learner only
+    if training and is_atari(config.id) and config.atari.life_loss:
+        env = LifeLossSignal(env)
     if config.frame_stack > 1 and not is_atari(config.id):
         env = FrameStack(env, config.frame_stack)
     if training and config.normalize_reward:

@@ -91,6 +91,36 @@ class EpisodeStatistics(gym.vector.VectorWrapper):
         self._lengths = state["lengths"].numpy().copy()
 
 
+class LifeLossSignal(gym.vector.VectorWrapper):
+    """A lost life is ``terminated`` for the learner (its value target stops there), but the game
+    goes on: no reset, and ``EpisodeStatistics`` below still counts whole games.
+
+    ALE reports the lives left in ``info["lives"]``; a life is lost when that count drops within a
+    game (at a game's end the autoreset already returns the next game's first frame and lives).
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv):
+        super().__init__(env)
+        self._lives: np.ndarray | None = None
+
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._lives = np.asarray(info["lives"]).copy() if "lives" in info else None
+        return obs, info
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        obs, rewards, terminated, truncated, info = self.env.step(actions)
+        if "lives" in info:
+            lives = np.asarray(info["lives"])
+            if self._lives is not None:
+                lost = (lives < self._lives) & ~(terminated | truncated)
+                if lost.any():
+                    terminated = terminated | lost
+                    info = {**info, "life_lost": lost}
+            self._lives = lives.copy()
+        return obs, rewards, terminated, truncated, info
+
+
 class FrameStack(gym.vector.VectorWrapper):
     """Stacks the last ``k`` observations along a new axis 1: ``(n, k, *obs_shape)``."""
 
