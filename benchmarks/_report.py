@@ -43,6 +43,7 @@ SECTIONS = {
     "pivot_labels": "## PivotRL importance labels compared",
     "pivot_transfer": "## PivotRL evaluator transfer (CartPole -> Acrobot)",
     "probe_cache": "## The RAM probe's CNN ceiling, computed and cached",
+    "random_atari": "## The random policy on full Atari games, against the published random scores",
 }
 
 

@@ -38,6 +38,7 @@ RENDERERS = {
     "peft_methods.py": ([], ["peft_methods"]),
     "fusion.py": ([], ["fusion"]),
     "probe_cache.py": ([], ["probe_cache"]),
+    "random_atari.py": ([], ["random_atari"]),
     "ledger.py": ([], ["claims_ledger"]),
 }
 
