@@ -9,6 +9,9 @@ PPO steps either without knowing which: both take a batch of actions and return
 - ``VirtualVectorEnv`` is the "virtual environment": episodes start from latents of real
   frames and continue in the learned world model (batched, torch-native) for at most
   ``horizon`` steps (short model rollouts, as in MBPO, so model error cannot compound far).
+  Its reward is the heads' expected reward and an episode ends with the predicted probability
+  (both calibrated: ``LatentWorldModel.reward_probs``), so the imagined rate of rewards and
+  losses is the real one where the heads are right.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import torch
 
 from frugalrl.cost import CostMeter
 from frugalrl.latent.encoder import FrameEncoder
-from frugalrl.latent.world_model import REWARD_CLASSES, LatentWorldModel
+from frugalrl.latent.world_model import LatentWorldModel
 
 
 def latent_space(latent_dim: int) -> gym.spaces.Box:
@@ -122,8 +125,10 @@ class VirtualVectorEnv:
         if self.noise > 0:
             noise = torch.randn(latent.shape, generator=self.generator) * self.noise
             latent = (latent + noise).clamp(-1.0, 1.0)
-        reward = REWARD_CLASSES[pred.reward_logits.argmax(-1)]
-        terminated = pred.done_logit > 0
+        # Imagined as the heads' calibrated probabilities say: the expected reward (an argmax never
+        # picks a rare class), and an end drawn with its probability (so lost lives happen too).
+        reward = self.world_model.expected_reward(pred)
+        terminated = torch.rand(self.num_envs, generator=self.generator) < self.world_model.done_prob(pred)
         self.steps += 1
         self.returns += reward
         truncated = (self.steps >= self.horizon) & ~terminated

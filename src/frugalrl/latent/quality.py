@@ -7,10 +7,15 @@ with ``dones[t]`` = the episode ended at step t), all for the world model the ru
   with the recorded actions, beside predicting "no change" (the copy-last baseline): a model
   that does not beat copy-last imagines nothing the policy could not get from a still frame.
 - ``wm_reward_accuracy`` / ``wm_done_accuracy``: one-step reward-class and termination accuracy
-  (``wm_reward_accuracy_nonzero``: on the steps that had a reward, where a policy learns).
+  of the most probable class (``wm_reward_accuracy_nonzero``: on the steps that had a reward).
+- ``wm_reward_auc``: how well the calibrated probability of a nonzero reward ranks the steps that
+  had one above those that had none (ROC AUC; 0.5 is chance, None without both kinds of step).
 - ``wm_imagined_return`` / ``wm_real_return``: the summed reward over k steps from the same
-  start latents, once in the world model with the policy acting, once as it really came. A gap
-  means virtual rollouts teach the policy another game than the real one.
+  start latents, once in the world model with the policy acting (expected rewards, each step
+  weighted by the probability that the episode is still going), once as it really came; and
+  ``wm_imagined_events`` / ``wm_real_events``, the same for the number of nonzero rewards (for a
+  game like Boxing, whose signed return is near zero). A gap means virtual rollouts teach the
+  policy another game than the real one.
 """
 
 from __future__ import annotations
@@ -18,6 +23,19 @@ from __future__ import annotations
 import torch
 
 from frugalrl.latent.world_model import REWARD_CLASSES, LatentWorldModel, reward_class
+
+
+def roc_auc(scores: torch.Tensor, positive: torch.Tensor) -> float | None:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    pos, neg = scores[positive.bool()], scores[~positive.bool()]
+    if len(pos) == 0 or len(neg) == 0:
+        return None
+    ranks = torch.cat([pos, neg]).argsort().argsort().double() + 1  # 1-based ranks
+    values = torch.cat([pos, neg])
+    for value in values.unique():  # average ranks over ties
+        tied = values == value
+        ranks[tied] = ranks[tied].mean()
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
 def _windows(dones: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,12 +71,21 @@ def world_model_quality(
     hit = (guessed[nonzero] == target[nonzero]).float().mean()
     out["wm_reward_accuracy_nonzero"] = float(hit) if nonzero.any() else None
     out["wm_done_accuracy"] = float(((pred.done_logit > 0) == dones[:-1].reshape(-1).bool()).float().mean())
+    p_event = 1.0 - world_model.reward_probs(pred)[:, 1]  # a nonzero reward, calibrated
+    out["wm_reward_auc"] = roc_auc(p_event, nonzero)
 
     t, n = _windows(dones, k)
     t, n = t[t + k < T], n[t + k < T]  # the latent k steps on must be in the rollout
     if len(t) == 0:
         return out | dict.fromkeys(
-            ("wm_latent_error_k", "wm_latent_error_k_copy", "wm_imagined_return", "wm_real_return")
+            (
+                "wm_latent_error_k",
+                "wm_latent_error_k_copy",
+                "wm_imagined_return",
+                "wm_real_return",
+                "wm_imagined_events",
+                "wm_real_events",
+            )
         )
     start = obs[t, n]
     latent = start
@@ -68,17 +95,21 @@ def world_model_quality(
     out["wm_latent_error_k"] = float(((latent - truth) ** 2).mean())
     out["wm_latent_error_k_copy"] = float(((start - truth) ** 2).mean())
     out["wm_real_return"] = float(sum(rewards[t + step, n] for step in range(k)).mean())
+    out["wm_real_events"] = float(sum((rewards[t + step, n] != 0).float() for step in range(k)).mean())
 
     with torch.random.fork_rng():  # the policy samples here without moving the run's random stream
         torch.manual_seed(seed)
-        latent, total = start, torch.zeros(len(t))
-        alive = torch.ones(len(t), dtype=torch.bool)
+        latent, total, events = start, torch.zeros(len(t)), torch.zeros(len(t))
+        alive = torch.ones(len(t))  # the probability that the imagined episode is still going
         for _ in range(k):
             action = policy.act(latent).action
             step_pred = world_model(latent, action)
-            total += REWARD_CLASSES[step_pred.reward_logits.argmax(-1)] * alive
-            alive &= ~(step_pred.done_logit > 0)
+            probs = world_model.reward_probs(step_pred)
+            total += (probs @ REWARD_CLASSES) * alive
+            events += (1.0 - probs[:, 1]) * alive
+            alive = alive * (1.0 - world_model.done_prob(step_pred))
             latent = step_pred.next_latent
     out["wm_imagined_return"] = float(total.mean())
+    out["wm_imagined_events"] = float(events.mean())
     out["wm_horizon_k"] = float(k)
     return out

@@ -3,6 +3,14 @@
 An MLP on the latent and a one-hot action predicts the change of the latent (residual, so
 "nothing moves" is the easy default), the reward's sign class (-, 0, +: the curriculum trains
 on clipped rewards, as Atari PPO does) and the termination logit.
+
+Rewards and game ends are rare (a Breakout point every few dozen steps of random play, a lost
+life every few hundred), so an unweighted loss teaches the heads to say "nothing happens" and an
+argmax never imagines a reward. The heads are trained class-balanced instead (each class weighted
+by the inverse of its frequency in the data seen so far, kept in the ``*_counts`` buffers), which
+makes them learn the balanced probabilities ``p(y|x) / p(y)`` (up to normalisation); multiplying by
+the class prior again (``reward_probs``, ``done_prob``: the logits plus ``log p(y)``) gives back
+calibrated probabilities, from which the virtual env imagines (expected reward, sampled ends).
 """
 
 from __future__ import annotations
@@ -27,6 +35,9 @@ def reward_class(reward: torch.Tensor) -> torch.Tensor:
     return (torch.sign(reward) + 1).long()
 
 
+MAX_CLASS_WEIGHT = 100.0  # a class seen once in 10,000 steps is not weighted 10,000 times
+
+
 class LatentWorldModel(nn.Module):
     def __init__(self, latent_dim: int, num_actions: int, hidden: list[int]):
         super().__init__()
@@ -42,6 +53,35 @@ class LatentWorldModel(nn.Module):
         self.done = nn.Linear(width, 1)
         nn.init.zeros_(self.delta.weight)  # start as "the latent stays"
         nn.init.zeros_(self.delta.bias)
+        # How often each reward class and each termination outcome occurred in the training data:
+        # the class weights of the loss and the prior that turns balanced scores into probabilities.
+        # Ones: no data yet, a uniform prior (and files saved before the counts load as that).
+        self.register_buffer("reward_counts", torch.ones(len(REWARD_CLASSES)))
+        self.register_buffer("done_counts", torch.ones(2))
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any, **kwargs: Any) -> None:
+        for name in ("reward_counts", "done_counts"):  # encoder files saved before the counts existed
+            state_dict.setdefault(prefix + name, torch.ones_like(getattr(self, name)))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def _prior(self, counts: torch.Tensor) -> torch.Tensor:
+        return counts / counts.sum()
+
+    def reward_probs(self, pred: Prediction) -> torch.Tensor:
+        """(B, 3) calibrated probabilities of REWARD_CLASSES: the balanced head times the class prior."""
+        return torch.softmax(pred.reward_logits + self._prior(self.reward_counts).log(), dim=-1)
+
+    def expected_reward(self, pred: Prediction) -> torch.Tensor:
+        return self.reward_probs(pred) @ REWARD_CLASSES.to(pred.reward_logits.dtype)
+
+    def done_prob(self, pred: Prediction) -> torch.Tensor:
+        """(B,) calibrated probability that the step ends the episode (a lost life, in training data)."""
+        prior = self._prior(self.done_counts)
+        return torch.sigmoid(pred.done_logit + (prior[1] / prior[0]).log())
+
+    def _class_weights(self, counts: torch.Tensor) -> torch.Tensor:
+        weights = 1.0 / (len(counts) * self._prior(counts))
+        return weights.clamp(max=MAX_CLASS_WEIGHT)
 
     def forward(self, latent: torch.Tensor, action: torch.Tensor) -> Prediction:
         onehot = F.one_hot(action.long(), self.num_actions).to(latent.dtype)
@@ -57,10 +97,20 @@ class LatentWorldModel(nn.Module):
         reward: torch.Tensor,
         done: torch.Tensor,
     ) -> tuple[torch.Tensor, Prediction]:
-        """Latent MSE (where a next latent exists) + reward cross-entropy + termination BCE."""
+        """Latent MSE (where a next latent exists) + class-balanced reward cross-entropy + balanced
+        termination BCE; the batch's classes are added to the counts first (a running prior)."""
         pred = self(latent, action)
-        loss = F.cross_entropy(pred.reward_logits, reward_class(reward))
-        loss = loss + F.binary_cross_entropy_with_logits(pred.done_logit, done.float())
+        target = reward_class(reward)
+        with torch.no_grad():
+            self.reward_counts += torch.bincount(target, minlength=len(REWARD_CLASSES)).to(self.reward_counts)
+            ended = done.bool()
+            self.done_counts += torch.stack([(~ended).sum(), ended.sum()]).to(self.done_counts)
+        weights = self._class_weights(self.reward_counts).to(pred.reward_logits.dtype)
+        loss = F.cross_entropy(pred.reward_logits, target, weight=weights)
+        done_weights = self._class_weights(self.done_counts)
+        per_step = torch.where(ended, done_weights[1], done_weights[0]).to(pred.done_logit.dtype)
+        bce = F.binary_cross_entropy_with_logits(pred.done_logit, done.float(), reduction="none")
+        loss = loss + (bce * per_step).sum() / per_step.sum()
         if next_latent is not None:
             keep = ~done.bool()
             if keep.any():
