@@ -44,6 +44,7 @@ SECTIONS = {
     "pivot_transfer": "## PivotRL evaluator transfer (CartPole -> Acrobot)",
     "probe_cache": "## The RAM probe's CNN ceiling, computed and cached",
     "random_atari": "## The random policy on full Atari games, against the published random scores",
+    "world_model_quality": "## Does the virtual env imagine the real game? World-model diagnostics, replay ratio",
 }
 
 

@@ -39,6 +39,7 @@ RENDERERS = {
     "fusion.py": ([], ["fusion"]),
     "probe_cache.py": ([], ["probe_cache"]),
     "random_atari.py": ([], ["random_atari"]),
+    "world_model_quality.py": ([], ["world_model_quality"]),
     "ledger.py": ([], ["claims_ledger"]),
 }
 

@@ -11,7 +11,7 @@ a config that holds none keeps its hash.
 The real value travels by environment only: each redacted URL is remembered in this process's
 environment under ``FRUGALRL_CREDENTIAL_<digest of the redacted URL>``, which the steps of a local
 pipeline inherit (subprocesses, and containers, which get every ``FRUGALRL_*`` variable). Where
-a secret is used (the Optuna storage, an artifact URL), ``reveal`` turns the redacted text back
+a secret is used (today: the Optuna storage), ``reveal`` turns the redacted text back
 into the real one; in a process that never saw the secret (a cluster's pod, a later resume) it
 comes from the variable the caller names (``OPTUNA_STORAGE``, set from a Kubernetes Secret), and
 else the error says to set it.

@@ -1,0 +1,124 @@
+"""Does the virtual env imagine the real game? World-model diagnostics of latent curriculum runs,
+against the refit's replay ratio.
+
+    python benchmarks/world_model_quality.py --games ALE/Breakout-v5 ALE/Boxing-v5 --refresh-steps 50 400 --write
+
+Each run is ``frugalrl train configs/breakout-latent.yaml`` (``env.id`` set per game) in its own
+process, one torch thread, tracking off, at a small budget (``--real-steps``, ``--frames`` random-play
+frames and ``--pretrain-updates`` encoder updates), with the world model refit on the real replay
+every ``refresh_every_updates`` updates for ``--refresh-steps`` gradient steps. The replay ratio is
+the samples those steps draw per real env step. The figures are the run's own diagnostics at its end
+(``frugalrl.latent.quality``), on a real rollout of the policy being trained:
+
+- reward AUC: the calibrated probability of a nonzero reward ranks rewarded steps above the others
+  (target, issue 31: at least 0.8 on Breakout and Boxing);
+- imagined / real reward events over 16 steps from the same starts with the same policy (target:
+  within 25%);
+- the k-step latent error beside copy-last, and the run's CPU seconds (the refit's cost).
+
+Rows go to ``benchmarks/results/world_model_quality.jsonl``, one per run, as each run ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _report
+
+CONFIG = "configs/breakout-latent.yaml"
+ROLLOUT = 8 * 128  # env.num_envs x ppo.num_steps of the config: real steps per update
+REFRESH_EVERY = 10  # latent.world_model.refresh_every_updates of the config
+WM_BATCH = 64 * 4  # latent.batch_size x 4: one refit step's samples
+
+
+def _train(game: str, refresh_steps: int, args: argparse.Namespace, out: Path) -> dict:
+    sets = [f"env.id={game}", f"total_real_steps={args.real_steps}", f"latent.collect_steps={args.frames}",
+            f"latent.pretrain_updates={args.pretrain_updates}", f"latent.world_model.refresh_steps={refresh_steps}",
+            f"seed={args.seed}", "eval.episodes=2", "env.atari.max_episode_steps=10000", "tracking.enabled=false",
+            "threads=1"]  # fmt: skip
+    command = [sys.executable, "-m", "frugalrl", "train", CONFIG, "--out", str(out)]
+    command += [arg for item in sets for arg in ("--set", item)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "file:///dev/null"}
+    subprocess.run(command, cwd=_report.REPO_ROOT, env=env, check=True, capture_output=True)
+    return json.loads((out / "summary.json").read_text())
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    common = _report.batch_common(real_steps=args.real_steps, frames=args.frames,
+                                  pretrain_updates=args.pretrain_updates, seed=args.seed)  # fmt: skip
+    rows = []
+    for game in args.games:
+        for refresh_steps in args.refresh_steps:
+            load_before = _report.load_average()
+            started = time.perf_counter()
+            with tempfile.TemporaryDirectory() as tmp:
+                summary = _train(game, refresh_steps, args, Path(tmp) / "run")
+            figures = {k: v for k, v in summary.items() if k.startswith("wm_")}
+            row = _report.stamp(
+                common, game=game, refresh_steps=refresh_steps,
+                replay_ratio=round(refresh_steps * WM_BATCH / (REFRESH_EVERY * ROLLOUT), 3),
+                cpu_s=summary["cpu_s"], wall_s=round(time.perf_counter() - started, 1),
+                world_model_flops=summary.get("flops_by_phase", {}).get("world_model_train", {}).get("flops"),
+                config_hash=summary["config_hash"], load_before=load_before, **figures,
+            )  # fmt: skip
+            _report.append_row(args.results, row)
+            rows.append(row)
+            print(f"{game:<18} refresh {refresh_steps:>4}  auc {figures.get('wm_reward_auc')}  events "
+                  f"{figures.get('wm_imagined_events')} / {figures.get('wm_real_events')}", flush=True)  # fmt: skip
+    return rows
+
+
+def _num(value: float | None, fmt: str = "{:.3f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def render(rows: list[dict], results: Path) -> str:
+    table = []
+    for r in rows:
+        imagined, real = r.get("wm_imagined_events"), r.get("wm_real_events")
+        ratio = imagined / real if imagined is not None and real else None
+        auc = r.get("wm_reward_auc")
+        table.append([
+            r["game"], str(r["refresh_steps"]), f"{r['replay_ratio']:.2f}", _num(auc),
+            "yes" if auc is not None and auc >= 0.8 else "**no**", _num(imagined), _num(real), _num(ratio, "{:.2f}"),
+            "yes" if ratio is not None and abs(ratio - 1) <= 0.25 else "**no**",
+            f"{_num(r.get('wm_latent_error_k'), '{:.4f}')} / {_num(r.get('wm_latent_error_k_copy'), '{:.4f}')}",
+            f"{r['cpu_s']:.0f}",
+        ])  # fmt: skip
+    header = ["game", "refit steps", "replay ratio", "reward AUC", "AUC >= 0.8", "imagined events (16 steps)",
+              "real events", "imagined / real", "within 25%", "16-step latent error: model / copy-last",
+              "CPU s"]  # fmt: skip
+    first = rows[0]
+    return "\n".join([
+        *_report.rows_lines(rows, results),
+        f"- each run: `frugalrl train {CONFIG}` with `env.id` per game, {first['real_steps']:,} real steps, "
+        f"{first['frames']:,} random-play frames, {first['pretrain_updates']} encoder updates, seed {first['seed']}; "
+        "the figures are the run's own end-of-run diagnostics on a real rollout of its policy",
+        "- replay ratio: world-model samples per real env step (refit steps x 256 every 10 updates of 1,024 steps)",
+        "",
+        _report.markdown_table(header, table),
+    ])  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", nargs="+", default=["ALE/Breakout-v5", "ALE/Boxing-v5"])
+    parser.add_argument("--refresh-steps", nargs="+", type=int, default=[50, 400])
+    parser.add_argument("--real-steps", type=int, default=30_720)
+    parser.add_argument("--frames", type=int, default=10_000)
+    parser.add_argument("--pretrain-updates", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    _report.add_output_args(parser, "world_model_quality")
+    args = parser.parse_args()
+    _report.run_or_render("world_model_quality", args, run, render)
+
+
+if __name__ == "__main__":
+    main()
