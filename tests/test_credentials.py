@@ -19,8 +19,9 @@ from frugalrl.cli import main
 from frugalrl.config import load_config
 from frugalrl.credentials import ENV_PREFIX, REDACTED, redact_data, redact_text, reveal, shown
 from frugalrl.errors import ConfigError
+from frugalrl.tracking import git_dirty
 
-from .conftest import REPO, needs_postgres, tiny_config
+from .conftest import IN_CI, REPO, needs_postgres, tiny_config
 
 SECRET = "s3cretpw"
 STORAGE = f"postgresql://postgres:{SECRET}@127.0.0.1:5432/test"  # trust auth here: any password connects
@@ -98,6 +99,7 @@ def test_a_redacted_storage_without_its_secret_names_the_variable_to_set(monkeyp
     assert reveal(shown(STORAGE), "tuning.storage", "OPTUNA_STORAGE") == STORAGE
 
 
+@pytest.mark.slow  # 15 s: a tracked training run, then its resume in a fresh process
 def test_a_tracked_run_holds_the_secret_nowhere_and_resumes_without_it(tmp_path):
     """``frugalrl train`` with a password in ``tuning.storage`` (a documented key), tracked in MLflow:
     the store, the artifacts, config.yaml, checkpoint.pt and policy.pt hold no trace of it; the run
@@ -173,4 +175,27 @@ def test_a_tuned_pipeline_and_its_registered_model_hold_the_secret_nowhere(tmp_p
     version = client.get_latest_versions("cartpole-policy")[0]
     local = Path(client.download_artifacts(version.run_id, "", str(tmp_path / "downloaded")))
     assert any(local.rglob("*.pt"))  # the registered model's files are among those scanned
+    assert _holding(tmp_path) == []
+
+
+@pytest.mark.slow  # an audit: the run re-run on its recorded commit
+@pytest.mark.skipif(
+    not IN_CI and git_dirty(),
+    reason="the checkout has uncommitted changes: runs from it cannot be audited (in CI this test runs)",
+)
+def test_an_audit_of_a_run_made_with_a_secret_reproduces_without_it(tmp_path, monkeypatch):
+    import mlflow
+
+    from frugalrl.audit import audit
+    from frugalrl.tracking import check_tracking
+    from frugalrl.train import train
+
+    mlflow.set_tracking_uri(check_tracking())
+    config = load_config(REPO / "configs" / "cartpole-ppo.yaml", [*TINY, "tracking.enabled=true",
+                                                                  f"tuning.storage={STORAGE}"])  # fmt: skip
+    summary = train(config, tmp_path / "run", interactive=False)
+    for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:  # the audit never saw the secret
+        monkeypatch.delenv(name)
+    result = audit(summary["mlflow_run_id"], keep=tmp_path / "audit")
+    assert result["reproduced"], result["differences"]
     assert _holding(tmp_path) == []
