@@ -191,7 +191,7 @@ def test_an_audit_of_a_run_made_with_a_secret_reproduces_without_it(tmp_path, mo
     from frugalrl.train import train
 
     mlflow.set_tracking_uri(check_tracking())
-    config = load_config(REPO / "configs" / "cartpole-ppo.yaml", [*TINY, "tracking.enabled=true",
+    config = load_config(REPO / "configs" / "cartpole-ppo.yaml", [*TINY, "ppo.batch_size=64", "tracking.enabled=true",
                                                                   f"tuning.storage={STORAGE}"])  # fmt: skip
     summary = train(config, tmp_path / "run", interactive=False)
     for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:  # the audit never saw the secret
