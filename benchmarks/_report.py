@@ -17,6 +17,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -150,6 +151,13 @@ def load_average() -> str:
     return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
 
 
+def portable(text: str) -> str:
+    """``text`` without this machine's paths: the checkout's become repo-relative, the temporary
+    directory's ``$TMPDIR/``, so a kept row or a doc line names what any reader's checkout has."""
+    text = text.replace(f"{REPO_ROOT}/", "").replace(str(REPO_ROOT), ".")
+    return text.replace(f"{tempfile.gettempdir().rstrip('/')}/", "$TMPDIR/")
+
+
 def command_line() -> str:
     """The command that is running, as a user would type it from the repository root."""
     script = Path(sys.argv[0]).resolve()
@@ -157,7 +165,7 @@ def command_line() -> str:
         script_text = str(script.relative_to(REPO_ROOT))
     except ValueError:
         script_text = str(script)
-    return shlex.join(["python", script_text, *sys.argv[1:]])
+    return portable(shlex.join(["python", script_text, *sys.argv[1:]]))
 
 
 def now() -> str:
@@ -262,7 +270,7 @@ def append_row(path: Path, row: dict) -> None:
     """Append one JSON row (a finished run) to ``path``; the row is on disk before the next run starts."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
-        fh.write(json.dumps(row) + "\n")
+        fh.write(portable(json.dumps(row)) + "\n")
 
 
 def read_rows(path: Path) -> list[dict]:
