@@ -191,11 +191,6 @@ def run_all(names: list[str], extra: list[str] = ()) -> dict[str, Any]:
     return results
 
 
-def _git_commit() -> str:
-    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
-    return proc.stdout.strip() or "unknown"
-
-
 def update_accounting(paths: list[Path], names: list[str]) -> int:
     """Re-run; where every learning figure matches a recording, replace its FLOP bookkeeping (and, on
     the recording's own CPU, its diagnostics). Another CPU's floats never enter a recording."""
@@ -258,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.record:
         if args.extra:
             parser.error("--record keeps the shipped configs' figures; --set is for --check")
-        machine = {"cpu": cpu_model(), "recorded_with_commit": _git_commit()}
+        import _report  # next to this script
+
+        machine = {"cpu": cpu_model(), "recorded_with_commit": _report.git_commit()}
         results = {"_machine": machine, **run_all(names)}
         args.record.parent.mkdir(parents=True, exist_ok=True)
         args.record.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

@@ -42,18 +42,14 @@ _SECRET_KEY = re.compile(rf"^(?:{_SECRET_NAME}|.*_(?:password|secret|token|secre
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
 
 
-def _hide(text: str) -> str:
+def shown(text: str) -> str:
+    """``text`` as it may be printed or recorded: credentials replaced by ``***`` (nothing remembered)."""
     text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
     return _QUERY_SECRET.sub(lambda m: m["head"] + REDACTED, text)
 
 
 def _secrets(text: str) -> list[str]:
     return [m["secret"] for m in (*_URL_PASSWORD.finditer(text), *_QUERY_SECRET.finditer(text))]
-
-
-def shown(text: str) -> str:
-    """``text`` as it may be printed or recorded: credentials replaced by ``***`` (nothing remembered)."""
-    return _hide(text)
 
 
 def env_name(redacted: str) -> str:
@@ -67,8 +63,8 @@ def redact_text(text: str) -> str:
     for url in _URL.findall(text):
         secrets = _secrets(url)
         if secrets and REDACTED not in secrets:  # an already redacted URL has nothing to remember
-            os.environ[env_name(_hide(url))] = url
-    return _hide(text)
+            os.environ[env_name(shown(url))] = url
+    return shown(text)
 
 
 def redact_data(data: Any, key: str = "") -> Any:

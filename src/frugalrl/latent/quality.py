@@ -22,20 +22,18 @@ from __future__ import annotations
 
 import torch
 
-from frugalrl.latent.world_model import REWARD_CLASSES, LatentWorldModel, reward_class
+from frugalrl.latent.world_model import LatentWorldModel, reward_class
 
 
 def roc_auc(scores: torch.Tensor, positive: torch.Tensor) -> float | None:
-    """Probability that a random positive scores above a random negative (ties count half)."""
+    """Probability that a random positive scores above a random negative (ties count half): the
+    Mann-Whitney U of the positives over the number of pairs."""
+    from scipy.stats import mannwhitneyu
+
     pos, neg = scores[positive.bool()], scores[~positive.bool()]
     if len(pos) == 0 or len(neg) == 0:
         return None
-    ranks = torch.cat([pos, neg]).argsort().argsort().double() + 1  # 1-based ranks
-    values = torch.cat([pos, neg])
-    for value in values.unique():  # average ranks over ties
-        tied = values == value
-        ranks[tied] = ranks[tied].mean()
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+    return float(mannwhitneyu(pos.double().numpy(), neg.double().numpy()).statistic / (len(pos) * len(neg)))
 
 
 def _windows(dones: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,9 +102,8 @@ def world_model_quality(
         for _ in range(k):
             action = policy.act(latent).action
             step_pred = world_model(latent, action)
-            probs = world_model.reward_probs(step_pred)
-            total += (probs @ REWARD_CLASSES) * alive
-            events += (1.0 - probs[:, 1]) * alive
+            total += world_model.expected_reward(step_pred) * alive
+            events += (1.0 - world_model.reward_probs(step_pred)[:, 1]) * alive
             alive = alive * (1.0 - world_model.done_prob(step_pred))
             latent = step_pred.next_latent
     out["wm_imagined_return"] = float(total.mean())
