@@ -379,3 +379,32 @@ def run_or_render(name: str, args: argparse.Namespace, run: Callable, render: Ca
     rendered, then printed / written / checked (``emit``)."""
     rows = newest_batch(read_rows(args.results)) if args.report_only else run(args)
     emit(name, render(rows, args.results) if rows else no_rows(name), args)
+
+
+# --------------------------------------------------------------------------- aggregate RL statistics
+def iqm(values: Sequence[float]) -> float:
+    """Interquartile mean (Agarwal et al. 2021, rliable's ``aggregate_iqm``): scipy's 25%-trimmed mean."""
+    from scipy.stats import trim_mean
+
+    return float(trim_mean(list(values), 0.25))
+
+
+def stratified_bootstrap_iqm(
+    runs: dict[str, Sequence[float]], reps: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """IQM over every run of every task, with a stratified-bootstrap percentile interval (rliable's method:
+    each replicate resamples the runs of each task with replacement, tasks kept apart, so the interval is
+    over runs (seeds), not pooled episodes). ``runs``: task -> one score per run. Seeded: the same rows give
+    the same interval.
+
+    Why not rliable itself: its newest release (1.2.0) needs ``arch<8``, arch 7 fails to import under
+    pandas 3 (this project's pin), and arch 8 rejects the ``random_state`` keyword rliable passes.
+    """
+    import numpy as np
+
+    tasks = [np.asarray(v, dtype=float) for v in runs.values() if len(v)]
+    point = iqm(np.concatenate(tasks))
+    rng = np.random.default_rng(seed)
+    samples = [iqm(np.concatenate([t[rng.integers(0, len(t), len(t))] for t in tasks])) for _ in range(reps)]
+    low, high = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
+    return point, float(low), float(high)

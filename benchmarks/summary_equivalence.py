@@ -78,7 +78,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
 # Clock, memory and provenance: they differ between any two runs.
 TIMING_KEYS = {"wall_s", "env_s", "act_s", "learn_s", "eval_s", "cpu_s", "eval_cpu_s", "peak_rss_mb", "peak_gpu_mb",
                "git_commit", "mlflow_run_id", "model_uri"}  # fmt: skip
-METRIC_TIMING_KEYS = {"sps"}
+METRIC_TIMING_KEYS = {"sps", "cpu_s"}
 # The meter's bookkeeping: a change in what is counted (or how it is classed) changes these and nothing
 # else. ``--update-accounting`` re-runs, checks that every other figure is unchanged, and writes the new
 # bookkeeping into every recording (FLOP counts depend on shapes and sample counts, not on the CPU).

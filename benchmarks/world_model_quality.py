@@ -38,9 +38,10 @@ REFRESH_EVERY = 10  # latent.world_model.refresh_every_updates of the config
 WM_BATCH = 64 * 4  # latent.batch_size x 4: one refit step's samples
 
 
-def _train(game: str, refresh_steps: int, args: argparse.Namespace, out: Path) -> dict:
+def _train(game: str, refresh_steps: int, rollout_steps: int, args: argparse.Namespace, out: Path) -> dict:
     sets = [f"env.id={game}", f"total_real_steps={args.real_steps}", f"latent.collect_steps={args.frames}",
             f"latent.pretrain_updates={args.pretrain_updates}", f"latent.world_model.refresh_steps={refresh_steps}",
+            f"latent.world_model.rollout_steps={rollout_steps}",
             f"seed={args.seed}", "eval.episodes=2", "env.atari.max_episode_steps=10000", "tracking.enabled=false",
             "threads=1"]  # fmt: skip
     command = [sys.executable, "-m", "frugalrl", "train", CONFIG, "--out", str(out)]
@@ -54,24 +55,24 @@ def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common(real_steps=args.real_steps, frames=args.frames,
                                   pretrain_updates=args.pretrain_updates, seed=args.seed)  # fmt: skip
     rows = []
-    for game in args.games:
-        for refresh_steps in args.refresh_steps:
-            load_before = _report.load_average()
-            started = time.perf_counter()
-            with tempfile.TemporaryDirectory() as tmp:
-                summary = _train(game, refresh_steps, args, Path(tmp) / "run")
-            figures = {k: v for k, v in summary.items() if k.startswith("wm_")}
-            row = _report.stamp(
-                common, game=game, refresh_steps=refresh_steps,
-                replay_ratio=round(refresh_steps * WM_BATCH / (REFRESH_EVERY * ROLLOUT), 3),
-                cpu_s=summary["cpu_s"], wall_s=round(time.perf_counter() - started, 1),
-                world_model_flops=summary.get("flops_by_phase", {}).get("world_model_train", {}).get("flops"),
-                config_hash=summary["config_hash"], load_before=load_before, **figures,
-            )  # fmt: skip
-            _report.append_row(args.results, row)
-            rows.append(row)
-            print(f"{game:<18} refresh {refresh_steps:>4}  auc {figures.get('wm_reward_auc')}  events "
-                  f"{figures.get('wm_imagined_events')} / {figures.get('wm_real_events')}", flush=True)  # fmt: skip
+    cells = [(game, refresh, k) for game in args.games for refresh in args.refresh_steps for k in args.rollout_steps]
+    for game, refresh_steps, rollout_steps in cells:  # alternating within a game: A B A B
+        load_before = _report.load_average()
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = _train(game, refresh_steps, rollout_steps, args, Path(tmp) / "run")
+        figures = {k: v for k, v in summary.items() if k.startswith("wm_")}
+        row = _report.stamp(
+            common, game=game, refresh_steps=refresh_steps, rollout_steps=rollout_steps,
+            replay_ratio=round(refresh_steps * WM_BATCH / (REFRESH_EVERY * ROLLOUT), 3),
+            cpu_s=summary["cpu_s"], wall_s=round(time.perf_counter() - started, 1),
+            world_model_flops=summary.get("flops_by_phase", {}).get("world_model_train", {}).get("flops"),
+            config_hash=summary["config_hash"], load_before=load_before, **figures,
+        )  # fmt: skip
+        _report.append_row(args.results, row)
+        rows.append(row)
+        print(f"{game:<18} refresh {refresh_steps:>4} k {rollout_steps}  auc {figures.get('wm_reward_auc')}  events "
+              f"{figures.get('wm_imagined_events')} / {figures.get('wm_real_events')}", flush=True)  # fmt: skip
     return rows
 
 
@@ -86,15 +87,15 @@ def render(rows: list[dict], results: Path) -> str:
         ratio = imagined / real if imagined is not None and real else None
         auc = r.get("wm_reward_auc")
         table.append([
-            r["game"], str(r["refresh_steps"]), f"{r['replay_ratio']:.2f}", _num(auc),
+            r["game"], str(r["refresh_steps"]), str(r.get("rollout_steps", 1)), f"{r['replay_ratio']:.2f}", _num(auc),
             "yes" if auc is not None and auc >= 0.8 else "**no**", _num(imagined), _num(real), _num(ratio, "{:.2f}"),
             "yes" if ratio is not None and abs(ratio - 1) <= 0.25 else "**no**",
             f"{_num(r.get('wm_latent_error_k'), '{:.4f}')} / {_num(r.get('wm_latent_error_k_copy'), '{:.4f}')}",
             f"{r['cpu_s']:.0f}",
         ])  # fmt: skip
-    header = ["game", "refit steps", "replay ratio", "reward AUC", "AUC >= 0.8", "imagined events (16 steps)",
-              "real events", "imagined / real", "within 25%", "16-step latent error: model / copy-last",
-              "CPU s"]  # fmt: skip
+    header = ["game", "refit steps", "latent loss steps (k)", "replay ratio", "reward AUC", "AUC >= 0.8",
+              "imagined events (16 steps)", "real events", "imagined / real", "within 25%",
+              "16-step latent error: model / copy-last", "CPU s"]  # fmt: skip
     first = rows[0]
     return "\n".join([
         *_report.rows_lines(rows, results),
@@ -111,6 +112,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["ALE/Breakout-v5", "ALE/Boxing-v5"])
     parser.add_argument("--refresh-steps", nargs="+", type=int, default=[50, 400])
+    parser.add_argument("--rollout-steps", nargs="+", type=int, default=[1],
+                        help="the refit's open-loop latent loss over k steps (1: one-step)")  # fmt: skip
     parser.add_argument("--real-steps", type=int, default=30_720)
     parser.add_argument("--frames", type=int, default=10_000)
     parser.add_argument("--pretrain-updates", type=int, default=1000)

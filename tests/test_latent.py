@@ -16,7 +16,7 @@ from frugalrl.errors import ConfigError
 from frugalrl.latent.curriculum import CurriculumScheduler
 from frugalrl.latent.dataset import collect_frames, load_dataset
 from frugalrl.latent.encoder import FrameDecoder, FrameEncoder
-from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
+from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv, frozen_for_inference
 from frugalrl.latent.pretrain import encoder_step_loss, train_latent_models
 from frugalrl.latent.probe import labelled_frames, linear_probe, r2_scores
 from frugalrl.latent.store import LatentModels, load_latent
@@ -134,6 +134,31 @@ def test_virtual_and_real_env_pass_the_same_interface_test():
         real.close()
     virtual = VirtualVectorEnv(LatentWorldModel(32, 4, [32]), torch.rand(50, 32) * 2 - 1, 3, horizon=7)
     _check_vector_env(virtual)
+
+
+def test_the_frozen_inference_graph_encodes_as_the_module_does():
+    encoder = FrameEncoder(4, 84, 32).eval()
+    fast = frozen_for_inference(encoder, torch.zeros(8, 4, 84, 84, dtype=torch.uint8))
+    assert fast is not encoder
+    generator = torch.Generator().manual_seed(0)
+    for batch in (1, 3, 8, 17):  # other batch sizes than the traced one (final_obs of a few games)
+        frames = torch.randint(0, 256, (batch, 4, 84, 84), dtype=torch.uint8, generator=generator)
+        with torch.no_grad():
+            torch.testing.assert_close(fast(frames), encoder(frames), rtol=1e-5, atol=1e-6)
+
+
+def test_encoded_env_counts_every_frame_and_its_flops_once():
+    config = breakout()
+    meter = CostMeter()
+    env = EncodedVectorEnv(make_vec_env(config.env.model_copy(update={"num_envs": 2})), FrameEncoder(4, 84, 32), meter)
+    try:
+        env.reset(seed=0)
+        for _ in range(3):
+            env.step(np.zeros(2, dtype=np.int64))
+    finally:
+        env.close()
+    assert meter.aux_samples["encode"] == 8  # reset + 3 steps, 2 games (no game ends in 3 steps)
+    assert meter.flops_per_sample["encode"] > 1e6  # the Nature convolutions: millions of FLOPs a frame
 
 
 def test_virtual_noise_changes_imagined_latents_only_when_set():
@@ -307,6 +332,23 @@ def test_curriculum_run_completes_every_stage(tmp_path):
     policy = load_policy(str(tmp_path / "run"))
     frames = torch.zeros(2, 4, 84, 84, dtype=torch.uint8)
     assert policy.act(frames).shape == (2,)
+    assert summary["wm_gate"] in ("passed", "failed", "not measurable") and summary["wm_gate_reason"]
+
+
+def test_a_latent_run_reports_throughput_and_a_callback_can_stop_it(tmp_path):
+    """As every learner: ``sps`` and ``cpu_s`` in each row, and the tuner's ``on_update`` (here: prune) is called."""
+    from frugalrl.train import train
+
+    seen = []
+
+    def prune_after_two(learner, metrics):
+        seen.append(metrics["sps"])
+        return len(seen) < 2
+
+    summary = train(breakout(), tmp_path / "run", on_update=prune_after_two)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert len(seen) == 2 and len(rows) == 2 and summary["real_env_steps"] < 512
+    assert all(row["sps"] > 0 and row["cpu_s"] > 0 for row in rows)
 
 
 def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):

@@ -167,6 +167,33 @@ def test_train_takes_extra_callbacks_and_stops_early(tmp_path):
     assert load_checkpoint(tmp_path / "run" / "checkpoint.pt")["agent"]["update"] == 3
 
 
+def test_a_cpu_budget_ends_training_and_every_row_carries_the_cpu_seconds(tmp_path):
+    import time
+
+    from frugalrl.train import train
+
+    budget = time.process_time() + 2.0  # the budget counts this process's CPU-seconds, set-up included
+    config = tiny_config(ppo={"total_timesteps": 10_000_000}, cpu_budget_s=budget)
+    summary = train(config, tmp_path / "run", interactive=False)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert summary["stopped_by_cpu_budget"] is True
+    assert summary["real_env_steps"] < 10_000_000
+    assert rows[-1]["cpu_s"] >= budget
+    assert [r["cpu_s"] for r in rows] == sorted(r["cpu_s"] for r in rows)
+    unbudgeted = train(tiny_config(), tmp_path / "plain", interactive=False)
+    assert "stopped_by_cpu_budget" not in unbudgeted
+    assert tiny_config().hash() == tiny_config(cpu_budget_s=None).hash()  # old checkpoints keep their hash
+
+
+def test_the_cpu_budget_stops_at_the_first_update_past_it():
+    from frugalrl.loop import CpuBudget
+
+    clock = iter([1.0, 2.5, 3.0, 3.5])
+    budget = CpuBudget(3.0, clock=lambda: next(clock))
+    assert run_loop(FakeLearner(num_updates=10), [budget]) == 3 and budget.stopped
+    assert not CpuBudget(99.0).stopped
+
+
 def test_train_does_not_import_the_cli_and_python_m_frugalrl_runs_it():
     code = "import sys, frugalrl.train, frugalrl.peft.compare, frugalrl.tuning; print('frugalrl.cli' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -72,3 +72,70 @@ def test_an_encoder_file_saved_before_the_counts_loads_with_a_uniform_prior():
     fresh = LatentWorldModel(D, A, [16])
     fresh.load_state_dict(state)
     assert torch.equal(fresh.reward_counts, torch.ones(3)) and torch.equal(fresh.done_counts, torch.ones(2))
+
+
+class _Rollout:
+    """What the refresher reads of a PPO learner after a rollout: obs (T, N, D) and the rest (T, N)."""
+
+    def __init__(self, obs: torch.Tensor, dones: torch.Tensor):
+        steps, envs = obs.shape[:2]
+        self.obs, self.dones = obs, dones
+        self.actions = torch.zeros(steps, envs)
+        self.rewards = torch.zeros(steps, envs)
+
+
+def _refresher(rollout_steps: int, capacity: int = 50_000):
+    from frugalrl.cost import CostMeter
+    from frugalrl.latent.store import LatentModels
+    from frugalrl.latent.train import WorldModelRefresher
+
+    from .test_latent import breakout
+
+    config = breakout(world_model={"hidden": [16], "rollout_steps": rollout_steps, "refresh_steps": 3})
+    models = LatentModels(None, None, LatentWorldModel(D, A, [16]), {})
+    return WorldModelRefresher(models, config, CostMeter(), capacity=capacity)
+
+
+def test_multi_step_refit_unrolls_only_along_one_env_within_one_rollout():
+    refresher = _refresher(rollout_steps=3)
+    for _ in range(2):  # two rollouts of 5 steps (4 transitions each) of 2 envs
+        obs = torch.rand(5, 2, D)
+        refresher.add(_Rollout(obs, torch.zeros(5, 2)))
+    starts = refresher._starts(3)
+    seq, t = refresher.buffer["seq"], refresher.buffer["t"]
+    assert sorted(t[starts].tolist()) == [0, 0, 0, 0, 1, 1, 1, 1]  # t + 2 <= 3 in each env of each rollout
+    for j in (1, 2):
+        assert torch.equal(seq[starts + 2 * j], seq[starts]) and torch.equal(t[starts + 2 * j], t[starts] + j)
+    trimmed = _refresher(rollout_steps=3, capacity=13)  # a buffer cut mid-rollout still never crosses rollouts
+    for _ in range(3):
+        trimmed.add(_Rollout(torch.rand(5, 2, D), torch.zeros(5, 2)))
+    starts = trimmed._starts(3)
+    assert len(starts) > 0
+    assert torch.equal(trimmed.buffer["seq"][starts + 4], trimmed.buffer["seq"][starts])
+
+
+def test_multi_step_refit_costs_k_model_steps_and_stops_at_an_episode_end():
+    one, three = _refresher(rollout_steps=1), _refresher(rollout_steps=3)
+    obs, dones = torch.rand(9, 4, D), torch.zeros(9, 4)
+    for refresher in (one, three):
+        refresher.add(_Rollout(obs, dones))
+        refresher.refit()
+    per_sample = {k: r.meter.flops_per_sample["world_model_train"] for k, r in ((1, one), (3, three))}
+    assert 2.5 < per_sample[3] / per_sample[1] < 3.5  # three forward and backward passes instead of one
+    ended = _refresher(rollout_steps=3)
+    dones = torch.ones(9, 4)  # every step ends an episode: no step after the first is open-loop
+    ended.add(_Rollout(obs, dones))
+    idx = ended._starts(3)
+    first = ended.wm(ended.buffer["z"][idx], ended.buffer["a"][idx]).next_latent
+    assert float(ended._open_loop(idx, first, 3)) == 0.0
+
+
+def test_the_diagnostic_gate_passes_fails_or_says_it_cannot_tell():
+    from frugalrl.latent.quality import diagnostic_gate
+
+    good = {"wm_reward_auc": 0.9, "wm_imagined_events": 0.22, "wm_real_events": 0.2, "wm_horizon_k": 16.0}
+    assert diagnostic_gate(good, 0.8, 0.25)[0] == "passed"
+    status, reason = diagnostic_gate({**good, "wm_reward_auc": 0.55, "wm_imagined_events": 0.07}, 0.8, 0.25)
+    assert status == "failed" and "AUC 0.55" in reason and "0.35x" in reason
+    assert diagnostic_gate({**good, "wm_real_events": 0.0}, 0.8, 0.25)[0] == "not measurable"
+    assert diagnostic_gate({**good, "wm_reward_auc": None}, 0.8, 0.25)[0] == "not measurable"

@@ -455,7 +455,20 @@ class WorldModelConfig(_Strict):
     virtual_noise: float = Field(0.0, ge=0.0, description="std of Gaussian noise added to predicted latents")
     refresh_every_updates: int = Field(10, ge=0, description="Dyna-style refit on fresh real data; 0 = never")
     refresh_steps: int = Field(50, ge=1, description="gradient steps per refresh")
+    rollout_steps: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="the refit's latent loss: 1 = one step (teacher-forced); k > 1 adds the open-loop error of "
+        "k steps unrolled from the first latent with the recorded actions (model error compounds there)",
+    )
     eval_horizon: int = Field(10, ge=1, description="multi-step error reported at this many steps")
+    gate_min_auc: float = Field(
+        0.8, ge=0.0, le=1.0, description="diagnostic gate: the reward head's AUC on the run's last real rollout"
+    )
+    gate_events_tolerance: float = Field(
+        0.25, ge=0.0, description="diagnostic gate: imagined reward events within this share of the real number"
+    )
 
 
 class LatentConfig(_Strict):
@@ -704,6 +717,12 @@ class ExperimentConfig(_Strict):
     total_real_steps: int | None = Field(
         None, ge=1, description="real env-step budget; when set it is the value of ppo.total_timesteps"
     )
+    cpu_budget_s: float | None = Field(
+        None,
+        gt=0,
+        description="stop training once the run's process has used this many CPU-seconds (every thread, set-up "
+        "included; evaluation is not): comparisons at equal compute. The step budget still applies",
+    )
     eval: EvalConfig = Field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -827,6 +846,10 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("latent", "pretrain_games"): [],
     ("env", "atari", "life_loss"): True,
     ("env", "atari", "fire_reset"): False,
+    ("cpu_budget_s",): None,
+    ("latent", "world_model", "rollout_steps"): 1,
+    ("latent", "world_model", "gate_min_auc"): 0.8,
+    ("latent", "world_model", "gate_events_tolerance"): 0.25,
 }
 
 

@@ -14,6 +14,7 @@ the same way.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -58,13 +59,30 @@ def run_loop(learner: Learner, callbacks: Sequence[Callback] = ()) -> int:
 
 
 class Throughput(Callback):
-    """Adds ``sps`` (env steps per second of metered wall-clock) to the metrics."""
+    """Adds ``sps`` (env steps per second of metered wall-clock) and ``cpu_s`` (CPU-seconds this process has
+    used so far, every thread: the x-axis of a comparison at equal compute) to the metrics."""
 
     def __init__(self, meter: CostMeter):
         self.meter = meter
 
     def on_update(self, learner: Learner, metrics: dict[str, Any]) -> None:
-        metrics.update(sps=learner.global_step / max(self.meter.wall_s, 1e-9))
+        metrics.update(sps=learner.global_step / max(self.meter.wall_s, 1e-9), cpu_s=round(time.process_time(), 3))
+
+
+class CpuBudget(Callback):
+    """Ends training after the update at which the process has used ``budget_s`` CPU-seconds (every thread:
+    ale-py steps games in its own threads). ``stopped`` says whether it was the budget that ended the run."""
+
+    def __init__(self, budget_s: float, clock: Callable[[], float] = time.process_time):
+        self.budget_s = budget_s
+        self.clock = clock
+        self.stopped = False
+
+    def on_update(self, learner: Learner, metrics: dict[str, Any]) -> bool | None:
+        if self.clock() >= self.budget_s:
+            self.stopped = True
+            return False
+        return None
 
 
 class MetricsLog(Callback):

@@ -43,7 +43,17 @@ from frugalrl.envs.wrappers import (
 from frugalrl.errors import CheckpointError, FrugalError, Interrupted, TrainingDiverged
 from frugalrl.evaluation import protocol_note
 from frugalrl.fusion.launch import under_torchrun
-from frugalrl.loop import Callback, Checkpointer, MetricsLog, OnUpdate, Progress, Throughput, Tracking, run_loop
+from frugalrl.loop import (
+    Callback,
+    Checkpointer,
+    CpuBudget,
+    MetricsLog,
+    OnUpdate,
+    Progress,
+    Throughput,
+    Tracking,
+    run_loop,
+)
 from frugalrl.progress import TrainingProgress
 from frugalrl.rundir import (
     check_new_run_dir,
@@ -256,13 +266,12 @@ def train(
                     config.checkpoint.every_updates,
                 )
             with TrainingProgress(agent.total_steps, agent.global_step, config.log_every_updates, interactive) as bar:
-                # The latent curriculum has never reported sps nor called on_update: kept so.
-                hooks: list[Callback] = [] if config.latent.enabled else [Throughput(meter)]
-                hooks += [MetricsLog(metrics_log)]
+                budget = CpuBudget(config.cpu_budget_s) if config.cpu_budget_s else None
+                hooks: list[Callback] = [Throughput(meter), MetricsLog(metrics_log)]
                 hooks += [Tracking(tracker)] if tracker else []
                 hooks += [Progress(bar)]
-                hooks += [OnUpdate(on_update)] if on_update is not None and not config.latent.enabled else []
-                hooks += [*callbacks, *([checkpointer] if checkpointer else [])]
+                hooks += [OnUpdate(on_update)] if on_update is not None else []
+                hooks += [*callbacks, *([budget] if budget else []), *([checkpointer] if checkpointer else [])]
                 try:
                     run_loop(agent, hooks)
                 except KeyboardInterrupt:
@@ -278,14 +287,16 @@ def train(
                     )
                     raise TrainingDiverged(f"{exc}; {kept}") from None
             agent.finalize()
+            budget_keys = {"stopped_by_cpu_budget": budget.stopped} if budget else {}
             if sync is not None:
                 sync.bill(meter)
             if sync is None:
-                return finish_run(config, out, agent, meter, tracker, device)
+                return finish_run(config, out, agent, meter, tracker, device, extra=budget_keys)
             if rank > 0:
                 return {"rank": rank, **sync.summary()}
             techniques = [*agent.techniques, "gradient_fusion"]
-            extra = {**sync.summary(), "real_env_steps_all_workers": meter.real_env_steps * sync.world_size}
+            extra = {**sync.summary(), "real_env_steps_all_workers": meter.real_env_steps * sync.world_size,
+                     **budget_keys}  # fmt: skip
             return finish_run(config, out, agent, meter, tracker, device, techniques=techniques, extra=extra)
     finally:
         metrics_log.close()

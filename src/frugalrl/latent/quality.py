@@ -110,3 +110,28 @@ def world_model_quality(
     out["wm_imagined_events"] = float(events.mean())
     out["wm_horizon_k"] = float(k)
     return out
+
+
+def diagnostic_gate(figures: dict[str, float | None], min_auc: float, events_tolerance: float) -> tuple[str, str]:
+    """Does the world model imagine the real game well enough for virtual steps to teach it?
+
+    Two tests on the run's last real rollout (``world_model_quality``'s figures): the reward head
+    ranks rewarded steps first (AUC at least ``min_auc``), and the expected number of reward events
+    over k imagined steps is within ``events_tolerance`` of the real number from the same starts.
+    Returns ``(status, reason)``: ``passed``, ``failed`` or ``not measurable`` (a rollout without
+    a reward, or without an unrewarded step, gives neither an AUC nor an event ratio).
+    """
+    auc, imagined, real = (figures.get(k) for k in ("wm_reward_auc", "wm_imagined_events", "wm_real_events"))
+    if auc is None or imagined is None or not real:
+        return "not measurable", "the last real rollout had no reward event to compare against"
+    ratio = imagined / real
+    misses = []
+    if auc < min_auc:
+        misses.append(f"reward AUC {auc:.2f} < {min_auc:.2f}")
+    if abs(ratio - 1.0) > events_tolerance:
+        misses.append(
+            f"{imagined:.3f} imagined reward events per {figures.get('wm_horizon_k', 0):.0f} steps against "
+            f"{real:.3f} real ({ratio:.2f}x, outside {events_tolerance:.0%})"
+        )
+    reason = "; ".join(misses) or f"reward AUC {auc:.2f}, imagined / real reward events {ratio:.2f}x"
+    return ("failed" if misses else "passed"), reason

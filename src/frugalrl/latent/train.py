@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from frugalrl.algos.base import LearnerBase
 from frugalrl.algos.ppo import PPO
@@ -38,7 +39,7 @@ from frugalrl.latent.dataset import collect_frames
 from frugalrl.latent.encoder import encode
 from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
 from frugalrl.latent.pretrain import train_latent_models
-from frugalrl.latent.quality import world_model_quality
+from frugalrl.latent.quality import diagnostic_gate, world_model_quality
 from frugalrl.latent.store import LatentModels, load_latent, save_latent
 from frugalrl.nets.policy import ExportedPolicy
 
@@ -138,7 +139,13 @@ def _transfer(
 
 
 class WorldModelRefresher:
-    """Dyna: refit the world model on the newest real transitions, hand out fresh start latents."""
+    """Dyna: refit the world model on the newest real transitions, hand out fresh start latents.
+
+    With ``world_model.rollout_steps`` k > 1 the refit also unrolls the model open-loop for k steps
+    from each sampled latent with the recorded actions and adds the error of every imagined latent
+    (until the episode's end): a one-step loss never sees the errors that compound in a virtual
+    episode of ``horizon`` steps.
+    """
 
     def __init__(self, models: LatentModels, config: ExperimentConfig, meter: CostMeter, capacity: int = 50_000):
         self.wm = models.world_model
@@ -149,29 +156,65 @@ class WorldModelRefresher:
         self.buffer: dict[str, torch.Tensor] = {}
         self.batch_size = config.latent.batch_size * 4
         self.generator = torch.Generator().manual_seed(config.seed)
+        self.num_envs = 1
+        self.rollouts = 0
 
     def add(self, agent: PPO) -> None:
-        """Transitions of the real learner's last rollout (latent, action, reward, done, next latent)."""
+        """Transitions of the real learner's last rollout (latent, action, reward, done, next latent),
+        time-major, each with the env it came from (``seq``) and its step in the rollout (``t``)."""
         obs, actions, rewards, dones = agent.obs[:-1], agent.actions[:-1], agent.rewards[:-1], agent.dones[:-1]
+        steps, self.num_envs = obs.shape[0], obs.shape[1]
         new = {
             "z": obs.reshape(-1, obs.shape[-1]),
             "a": actions.reshape(-1),
             "r": rewards.reshape(-1),
             "d": dones.reshape(-1),
             "z1": agent.obs[1:].reshape(-1, obs.shape[-1]),
+            "seq": (self.rollouts * self.num_envs + torch.arange(self.num_envs)).repeat(steps),
+            "t": torch.arange(steps).repeat_interleave(self.num_envs),
         }
+        self.rollouts += 1
         for key, value in new.items():
             self.buffer[key] = torch.cat([self.buffer[key], value])[-self.capacity :] if key in self.buffer else value
 
+    def _starts(self, k: int) -> torch.Tensor:
+        """Buffer indices whose next k - 1 transitions of the same env are in the buffer too."""
+        seq, t, stride = self.buffer["seq"], self.buffer["t"], self.num_envs * (k - 1)
+        n = len(seq) - stride
+        if n <= 0:
+            return torch.empty(0, dtype=torch.long)
+        ok = (seq[stride:] == seq[:n]) & (t[stride:] == t[:n] + (k - 1))
+        return torch.nonzero(ok).squeeze(-1)
+
+    def _open_loop(self, idx: torch.Tensor, first: torch.Tensor, k: int) -> torch.Tensor:
+        """Mean latent error of steps 2..k unrolled from step 1's prediction ``first`` (alive steps only)."""
+        b, errors = self.buffer, []
+        latent, alive = first, ~b["d"][idx].bool()
+        for j in range(1, k):
+            at = idx + j * self.num_envs
+            alive = alive & ~b["d"][at].bool()
+            latent = self.wm(latent, b["a"][at]).next_latent
+            if alive.any():
+                errors.append(F.mse_loss(latent[alive], b["z1"][at][alive]) * self.wm.latent_dim)
+        return torch.stack(errors).mean() if errors else first.new_zeros(())
+
     def refit(self) -> float:
-        wm, n = self.wm, len(self.buffer["z"])
+        wm, n, k = self.wm, len(self.buffer["z"]), self.cfg.rollout_steps
+        starts = self._starts(k) if k > 1 else None
+        if starts is not None and len(starts) == 0:
+            k, starts = 1, None  # too little replay for k steps yet: one-step loss this time
         loss_value = float("nan")
         for _ in range(self.cfg.refresh_steps):
-            idx = torch.randint(0, n, (self.batch_size,), generator=self.generator)
-            b = {k: v[idx] for k, v in self.buffer.items()}
+            if starts is None:
+                idx = torch.randint(0, n, (self.batch_size,), generator=self.generator)
+            else:
+                idx = starts[torch.randint(0, len(starts), (self.batch_size,), generator=self.generator)]
+            b = {key: self.buffer[key][idx] for key in ("z", "a", "r", "d", "z1")}
 
-            def step(b=b) -> torch.Tensor:
-                loss, _ = wm.loss(b["z"], b["a"], b["z1"], b["r"], b["d"])
+            def step(b=b, idx=idx) -> torch.Tensor:
+                loss, pred = wm.loss(b["z"], b["a"], b["z1"], b["r"], b["d"])
+                if k > 1:
+                    loss = loss + self._open_loop(idx, pred.next_latent, k)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
@@ -341,11 +384,16 @@ class LatentCurriculum(LearnerBase):
         if self.lora:
             extra.update(lora_updates=self.lora.agent.update, lora_trainable_parameters=self.lora.trainable)
         if self.real.update > 0:  # the world model against the last real latent rollout (frugalrl.latent.quality)
-            real = self.real
+            real, wm_cfg = self.real, self.config.latent.world_model
             extra.update(world_model_quality(
                 self.models.world_model, real.policy, real.obs, real.actions, real.rewards, real.dones,
-                self.config.latent.world_model.horizon, seed=self.config.seed,
+                wm_cfg.horizon, seed=self.config.seed,
             ))  # fmt: skip
+            status, reason = diagnostic_gate(extra, wm_cfg.gate_min_auc, wm_cfg.gate_events_tolerance)
+            extra.update(wm_gate=status, wm_gate_reason=reason)
+            if status == "failed" and self.meter.virtual_env_steps > 0:
+                print(f"warning: the world model failed its diagnostic gate ({reason}): the virtual steps of this "
+                      "run imagined another game than the real one")  # fmt: skip
         return extra
 
     def exported_policy(self) -> ExportedPolicy:

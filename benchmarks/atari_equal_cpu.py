@@ -1,0 +1,315 @@
+"""Pixel PPO against the latent policy and the latent curriculum at equal training CPU-seconds on Atari.
+
+The question a skeptical reader asks of the latent curriculum: for the same CPU a user pays, does the
+cheap latent policy (frozen shared encoder, an MLP on 32 numbers) buy enough extra real experience to
+score higher than pixel PPO, and do imagined rollouts add anything on top? Protocol:
+
+- games fixed before running: Boxing, Breakout, Pong (``--games``);
+- every run gets the same training budget in CPU-seconds of its process (``cpu_budget_s``, every
+  thread, set-up included: loading the encoder and encoding the start latents count, evaluation does
+  not), one torch thread; the step budget (``--steps-per-cpu-s`` times the budget, from
+  ``benchmarks/atari_throughput.py``) is only there so the learning rate anneals about where the CPU
+  budget ends, and a row says which of the two stopped it;
+- contenders: ``pixel`` (PPO with the Nature CNN, CleanRL's settings, ``configs/atari100k-ppo.yaml``),
+  ``real`` (the latent policy 100% real on the frozen shared encoder), ``stages`` (the seed's 3-stage
+  curriculum on the encoder's world-model head), ``adaptive`` (the adaptive schedule, target the human score);
+- scored as the field scores: 30 full games per run (all lives, sticky actions 0.25, the 108k-frame
+  cap, no automatic FIRE), stochastic policy; aggregated as the interquartile mean with 95%
+  stratified-bootstrap intervals over runs (seeds), raw and human-normalised (Kaiser et al. 2020's
+  random and human references); compute-to-threshold: the CPU-seconds each run needed for its
+  training score (mean of the last 10 real games) to reach pixel PPO's median final score.
+
+The shared encoder (``--encoder``: ``runs/encoders/encoder``, made by
+``python benchmarks/latent_vs_pixel.py --games ALE/Boxing-v5 ALE/Breakout-v5 ALE/Pong-v5 --encoder-only
+--encoder-dir runs/encoders --write``) is listed once, with its cost amortised over the latent runs
+that used it and unamortised. Rows are kept as each run ends (``benchmarks/results/atari_equal_cpu.jsonl``);
+the table renders every row at the newest budget, so the comparison runs in parts across sessions.
+
+    python benchmarks/atari_equal_cpu.py --games ALE/Boxing-v5 --variants pixel real --seeds 1 2 \
+        --cpu-budget-s 1200 --encoder runs/encoders/encoder --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import _report
+from latent_vs_pixel import REFERENCES, STAGES, human_normalised
+
+PROTOCOL = "full-game"
+CONFIGS = {"pixel": "atari100k-ppo.yaml", "real": "atari100k-latent.yaml", "stages": "atari100k-latent.yaml",
+           "adaptive": "atari100k-latent.yaml"}  # fmt: skip
+OVERRIDES = {
+    "pixel": ["device=cpu"],
+    "real": ["latent.curriculum.stages=[{virtual_fraction: 0.0, real_share: 1.0}]"],
+    "stages": [f"latent.curriculum.stages={STAGES}"],
+    "adaptive": [f"latent.curriculum.stages={STAGES}", "latent.curriculum.mode=adaptive"],
+}
+# Real agent steps per training CPU-second, from benchmarks/atari_throughput.py on this project's 2-core
+# host (pixel 168, latent 27 CPU-min per million steps); the curriculum's imagined steps cost CPU too.
+STEPS_PER_CPU_S = {"pixel": 100, "real": 600, "stages": 450, "adaptive": 450}
+DESCRIPTIONS = {
+    "pixel": "pixel PPO (Nature CNN)",
+    "real": "latent, frozen shared encoder, 100% real",
+    "stages": "latent, seed's 3 stages",
+    "adaptive": "latent, adaptive schedule",
+}
+CLEARLY_PLAYED = {"ALE/Boxing-v5": 20.0, "ALE/Breakout-v5": 10.0, "ALE/Pong-v5": -10.0}
+CURVE_POINTS = 60
+
+
+def _train(cmd: list[str], log: Path) -> float:
+    """One ``frugalrl train`` in its own process; its CPU-seconds (user + system, every thread)."""
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "frugalrl.cli", *cmd], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=_report.REPO_ROOT)  # fmt: skip
+        _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed: {log.read_text().strip().splitlines()[-1:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def curve(run_dir: Path) -> list[list[float]]:
+    """[real agent step, process CPU-s, mean of the last 10 real training games] after each update that
+    ended a real game, thinned to at most ``CURVE_POINTS`` points."""
+    points, recent = [], []
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row.get("source") == "virtual" or row.get("episode_return") is None:
+            continue
+        recent = [*recent, row["episode_return"]][-10:]
+        step = row.get("real_step", row.get("step"))
+        points.append([int(step), float(row["cpu_s"]), round(statistics.mean(recent), 3)])
+    stride = max(1, len(points) // CURVE_POINTS)
+    return points[::stride] + ([points[-1]] if points and (len(points) - 1) % stride else [])
+
+
+def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdir: Path) -> dict:
+    out = workdir / f"{game.split('/')[-1]}-{variant}-{seed}"
+    sets = [f"env.id={game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}", "threads=1",
+            f"{'ppo.total_timesteps' if variant == 'pixel' else 'total_real_steps'}"
+            f"={int(args.cpu_budget_s * STEPS_PER_CPU_S[variant])}",
+            f"eval.episodes={args.eval_episodes}", "tracking.enabled=false", *OVERRIDES[variant]]  # fmt: skip
+    if variant != "pixel":
+        sets.append(f"latent.encoder_from={args.encoder}")
+    if variant == "adaptive":
+        sets.append(f"latent.curriculum.target_score={REFERENCES[game][1]}")
+    cmd = ["train", str(_report.REPO_ROOT / "configs" / CONFIGS[variant]), "-o", str(out)]
+    cmd += [arg for item in sets for arg in ("--set", item)]
+    load = _report.load_average()
+    process_cpu_s = _train(cmd, workdir / f"{out.name}.log")
+    summary = json.loads((out / "summary.json").read_text())
+    points = curve(out)
+    row = {
+        "protocol": summary.get("eval_protocol", "?"),
+        "cpu_budget_s": args.cpu_budget_s,
+        "game": game,
+        "variant": variant,
+        "seed": seed,
+        "score": summary["eval_mean"],
+        "eval_returns": summary["eval_returns"],
+        "real_steps": summary["real_env_steps"],
+        "virtual_steps": summary.get("virtual_env_steps", 0),
+        "train_cpu_s": points[-1][1] if points else summary["cpu_s"],
+        "cpu_s_before_eval": summary["cpu_s"],
+        "eval_cpu_s": summary["eval_cpu_s"],
+        "process_cpu_s": round(process_cpu_s, 1),
+        "stopped_by_cpu_budget": summary.get("stopped_by_cpu_budget"),
+        "per_run_flops": summary.get("per_run_flops", summary.get("total_flops")),
+        "curve": points,
+        **{k: summary[k] for k in ("wm_reward_auc", "wm_imagined_events", "wm_real_events") if k in summary},
+        "load_before": load,
+    }
+    return _report.stamp(args.common, **row)
+
+
+def encoder_row(rows_path: Path, encoder: str | None) -> dict | None:
+    """The shared encoder's row kept by latent_vs_pixel.py (its pretraining cost)."""
+    if not encoder:
+        return None
+    rows = [r for r in _report.read_rows(rows_path) if r.get("kind") == "encoder"]
+    named = [r for r in rows if str(r.get("encoder_dir", "")).rstrip("/") == str(encoder).rstrip("/")]
+    return (named or [None])[-1]
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    args.common = _report.batch_common(protocol=PROTOCOL, encoder=args.encoder, eval_episodes=args.eval_episodes)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="atari-equal-cpu-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    done = {(r["game"], r["variant"], r["seed"]) for r in _report.read_rows(args.results)
+            if r.get("cpu_budget_s") == args.cpu_budget_s and r.get("protocol") == PROTOCOL}  # fmt: skip
+    # Seed by seed, the variants alternating within a seed (A B A B): a stopped comparison leaves whole pairs.
+    for seed in args.seeds:
+        for game in args.games:
+            for variant in args.variants:
+                if (game, variant, seed) in done and not args.redo:
+                    print(f"{game} {variant} seed {seed}: kept row, skipped (--redo runs it again)", flush=True)
+                    continue
+                row = run_one(game, variant, seed, args, workdir)
+                _report.append_row(args.results, row)
+                print(f"{game} {variant} seed {seed}: score {row['score']:.2f}, {row['real_steps']:,} real steps "
+                      f"in {row['train_cpu_s']:.0f} CPU-s", flush=True)  # fmt: skip
+    return [r for r in _report.read_rows(args.results) if r.get("cpu_budget_s") == args.cpu_budget_s]
+
+
+def _ci(point: float, low: float, high: float, fmt: str = "{:.2f}") -> str:
+    return f"{fmt.format(point)} [{fmt.format(low)}, {fmt.format(high)}]"
+
+
+def render(rows: list[dict], results: Path) -> str:
+    rows = [r for r in rows if r.get("protocol") == PROTOCOL]
+    if not rows:
+        return _report.no_rows("atari_equal_cpu")
+    budget = rows[-1]["cpu_budget_s"]
+    rows = [r for r in rows if r["cpu_budget_s"] == budget]
+    newest: dict[tuple, dict] = {}
+    for row in rows:
+        newest[(row["game"], row["variant"], row["seed"])] = row
+    rows = list(newest.values())
+    games = [g for g in REFERENCES if any(r["game"] == g for r in rows)]
+    variants = [v for v in CONFIGS if any(r["variant"] == v for r in rows)]
+    lines = [
+        f"Training budget: **{budget:,.0f} CPU-seconds per run** ({budget / 60:.0f} CPU-minutes, one torch thread, "
+        f"the process's every thread counted, set-up included, evaluation apart). Score: mean of "
+        f"{statistics.median(r['eval_episodes'] for r in rows):.0f} full games "
+        "(all lives, sticky actions 0.25, 108k-frame cap, no automatic FIRE, stochastic policy); IQM over runs "
+        "(seeds) with a 95% stratified-bootstrap interval (2,000 replicates); human-normalised with the random "
+        "and human references of Kaiser et al. 2020.",
+        "",
+    ]
+    table = []
+    by: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        by.setdefault((row["game"], row["variant"]), []).append(row)
+    intervals: dict[tuple[str, str], tuple[float, float, float]] = {}
+    for game in games:
+        random, human = REFERENCES[game]
+        for variant in variants:
+            mine = sorted(by.get((game, variant), []), key=lambda r: r["seed"])
+            if not mine:
+                continue
+            scores = [r["score"] for r in mine]
+            intervals[game, variant] = ci = _report.stratified_bootstrap_iqm({game: scores})
+            hn = _report.stratified_bootstrap_iqm({game: [human_normalised(game, s) for s in scores]})
+            table.append([
+                game.split("/")[-1], DESCRIPTIONS[variant], str(len(mine)), _ci(*ci), _ci(*hn),
+                ", ".join(f"{s:.1f}" for s in scores),
+                _report.fmt_mmm([r["real_steps"] for r in mine]),
+                _report.fmt_mmm([r["train_cpu_s"] for r in mine]),
+                _report.fmt_mmm([r["eval_cpu_s"] for r in mine]),
+                f"{random} / {human}",
+            ])  # fmt: skip
+    lines.append(_report.markdown_table(
+        ["game", "contender", "runs", "score IQM [95% CI]", "human-norm. IQM [95% CI]", "per-seed scores",
+         "real steps", "training CPU-s", "evaluation CPU-s", "random / human"], table))  # fmt: skip
+    lines += ["", *aggregate_lines(by, games, variants), *threshold_lines(by, games, variants)]
+    lines += ["", *target_lines(by, intervals, games), "", *encoder_lines(rows), *_report.rows_lines(rows, results)]
+    return "\n".join(lines)
+
+
+def aggregate_lines(by: dict, games: list[str], variants: list[str]) -> list[str]:
+    lines = []
+    for variant in variants:
+        per_game = {g: [human_normalised(g, r["score"]) for r in by.get((g, variant), [])] for g in games}
+        if all(per_game.values()) and len(games) > 1:
+            ci = _report.stratified_bootstrap_iqm(per_game)
+            lines.append(
+                f"- {DESCRIPTIONS[variant]}: human-normalised IQM over {len(games)} games {_ci(*ci, '{:.3f}')}"
+            )
+    return (["Across games (stratified over games):", *lines, ""]) if lines else []
+
+
+def threshold_lines(by: dict, games: list[str], variants: list[str]) -> list[str]:
+    """CPU-seconds each run needed for its training score to reach pixel PPO's median final score."""
+    lines = []
+    for game in games:
+        pixel = [r["score"] for r in by.get((game, "pixel"), [])]
+        if not pixel:
+            continue
+        threshold = statistics.median(pixel)
+        cells = []
+        for variant in variants:
+            mine = by.get((game, variant), [])
+            reached = [next((p[1] for p in r["curve"] if p[2] >= threshold), None) for r in mine]
+            hit = [c for c in reached if c is not None]
+            median = f"median {statistics.median(hit):,.0f} CPU-s" if hit else "never"
+            cells.append(f"{variant} {len(hit)}/{len(mine)} runs, {median}")
+        lines.append(f"- {game.split('/')[-1]}, threshold {threshold:.2f} (pixel PPO's median final score): "
+                     + "; ".join(cells))  # fmt: skip
+    head = "Compute to threshold (training score, mean of the last 10 real games, first reaching the threshold):"
+    return [head, *lines] if lines else []
+
+
+def target_lines(by: dict, intervals: dict, games: list[str]) -> list[str]:
+    lines = ["Targets (issue 31):"]
+    above = []
+    for game in games:
+        pixel = intervals.get((game, "pixel"))
+        for variant in ("real", "stages", "adaptive"):
+            mine = intervals.get((game, variant))
+            if pixel and mine and mine[1] > pixel[2]:
+                above.append(f"{game.split('/')[-1]} ({variant})")
+    verdict = "met" if len({a.split(" ")[0] for a in above}) >= 2 else "missed"
+    lines.append(f"- a latent contender above pixel PPO with non-overlapping intervals on at least 2 of 3 games: "
+                 f"{verdict} ({', '.join(above) or 'none'}; {len(games)} of 3 games measured)")  # fmt: skip
+    played = [f"{g.split('/')[-1]} {v} {iv[0]:.1f}" for (g, v), iv in intervals.items()
+              if g in CLEARLY_PLAYED and v != "pixel" and iv[0] > CLEARLY_PLAYED[g]]  # fmt: skip
+    lines.append("- a game clearly played by a latent contender (Boxing > 20, Breakout > 10, Pong > -10): "
+                 f"{'met: ' + ', '.join(played) if played else 'missed'}")  # fmt: skip
+    for game in games:
+        for variant in ("stages", "adaptive"):
+            cur, real = by.get((game, variant), []), by.get((game, "real"), [])
+            if cur and real:
+                diff = statistics.median(r["score"] for r in cur) - statistics.median(r["score"] for r in real)
+                lines.append(
+                    f"- {game.split('/')[-1]} {variant} minus 100% real (difference of medians): {diff:+.2f}; "
+                    f"intervals {_ci(*intervals[game, variant])} against {_ci(*intervals[game, 'real'])}"
+                )
+    return lines
+
+
+def encoder_lines(rows: list[dict]) -> list[str]:
+    encoder = rows[-1].get("encoder")
+    latent_runs = [r for r in rows if r["variant"] != "pixel"]
+    kept = encoder_row(_report.RESULTS_DIR / "latent_vs_pixel.jsonl", encoder)
+    if not latent_runs:
+        return []
+    if kept is None:
+        return [f"Shared encoder `{encoder}`: no pretraining row kept, so its cost is not listed.", ""]
+    cpu = kept.get("cpu_s") or 0.0
+    return [
+        f"Shared encoder `{encoder}` ({', '.join(kept['games'])}, {kept['dataset_frames']:,} random-play frames, "
+        f"PSNR {kept['psnr_db']} dB): made once, {cpu:,.0f} CPU-s and {kept['pretrain_flops'] / 1e12:.1f} TFLOPs "
+        f"unamortised; over the {len(latent_runs)} latent runs here, {cpu / len(latent_runs):,.0f} CPU-s each "
+        "(not inside their training budget).",
+        "",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", nargs="+", default=["ALE/Boxing-v5", "ALE/Breakout-v5", "ALE/Pong-v5"])
+    parser.add_argument("--variants", nargs="+", default=["pixel", "real"], choices=list(CONFIGS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
+    parser.add_argument("--cpu-budget-s", type=float, default=1200.0)
+    parser.add_argument("--eval-episodes", type=int, default=30)
+    parser.add_argument("--encoder", help="the shared encoder directory (latent variants)")
+    parser.add_argument("--workdir", help="where the runs go (default: a temporary folder)")
+    parser.add_argument("--redo", action="store_true", help="run again what has a kept row at this budget")
+    _report.add_output_args(parser, "atari_equal_cpu")
+    args = parser.parse_args()
+    if any(v != "pixel" for v in args.variants) and not args.encoder and not args.report_only:
+        parser.error("latent variants need --encoder (make it with latent_vs_pixel.py --encoder-only)")
+    rows = _report.read_rows(args.results) if args.report_only else run(args)
+    _report.emit("atari_equal_cpu", render(rows, args.results) if rows else _report.no_rows("atari_equal_cpu"), args)
+
+
+if __name__ == "__main__":
+    main()
