@@ -38,6 +38,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import _report
@@ -63,6 +65,8 @@ DESCRIPTIONS = {
 }
 CLEARLY_PLAYED = {"ALE/Boxing-v5": 20.0, "ALE/Breakout-v5": 10.0, "ALE/Pong-v5": -10.0}
 CURVE_POINTS = 60
+FIGURE = _report.REPO_ROOT / "docs" / "images" / "atari_equal_cpu.png"
+COLOURS = {"pixel": "tab:grey", "real": "tab:blue", "stages": "tab:orange", "adaptive": "tab:green"}
 
 
 def _train(cmd: list[str], log: Path) -> float:
@@ -92,6 +96,7 @@ def curve(run_dir: Path) -> list[list[float]]:
 
 
 def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdir: Path) -> dict:
+    """One ``frugalrl train`` at the CPU budget; its row (kept by the caller)."""
     out = workdir / f"{game.split('/')[-1]}-{variant}-{seed}"
     sets = [f"env.id={game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}", "threads=1",
             f"{'ppo.total_timesteps' if variant == 'pixel' else 'total_real_steps'}"
@@ -146,33 +151,71 @@ def run(args: argparse.Namespace) -> list[dict]:
     done = {(r["game"], r["variant"], r["seed"]) for r in _report.read_rows(args.results)
             if r.get("cpu_budget_s") == args.cpu_budget_s and r.get("protocol") == PROTOCOL}  # fmt: skip
     # Seed by seed, the variants alternating within a seed (A B A B): a stopped comparison leaves whole pairs.
-    for seed in args.seeds:
-        for game in args.games:
-            for variant in args.variants:
-                if (game, variant, seed) in done and not args.redo:
-                    print(f"{game} {variant} seed {seed}: kept row, skipped (--redo runs it again)", flush=True)
-                    continue
-                row = run_one(game, variant, seed, args, workdir)
-                _report.append_row(args.results, row)
-                print(f"{game} {variant} seed {seed}: score {row['score']:.2f}, {row['real_steps']:,} real steps "
-                      f"in {row['train_cpu_s']:.0f} CPU-s", flush=True)  # fmt: skip
+    # With --workers 2 the two contenders of a pair run at once, one per core, and share the machine alike.
+    jobs = [(game, variant, seed) for seed in args.seeds for game in args.games for variant in args.variants]
+    for job in [j for j in jobs if j in done and not args.redo]:
+        print(f"{' '.join(map(str, job))}: kept row, skipped (--redo runs it again)", flush=True)
+    todo = [j for j in jobs if j not in done or args.redo]
+    lock = threading.Lock()
+
+    def one(job: tuple[str, str, int]) -> None:
+        row = run_one(*job, args, workdir)
+        with lock:
+            _report.append_row(args.results, row)
+        print(f"{' '.join(map(str, job))}: score {row['score']:.2f}, {row['real_steps']:,} real steps in "
+              f"{row['train_cpu_s']:.0f} CPU-s", flush=True)  # fmt: skip
+
+    with ThreadPoolExecutor(args.workers) as pool:
+        for future in [pool.submit(one, job) for job in todo]:
+            future.result()
     return [r for r in _report.read_rows(args.results) if r.get("cpu_budget_s") == args.cpu_budget_s]
+
+
+def plot_curves(rows: list[dict], path: Path = FIGURE) -> None:
+    """Training score (mean of the last 10 real games) against real frames and against CPU-seconds, one line
+    per run, a row of two panels per game (``--write`` refreshes the figure the doc shows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    games = [g for g in REFERENCES if any(r["game"] == g for r in rows)]
+    fig, axes = plt.subplots(len(games), 2, figsize=(10, 3.2 * len(games)), squeeze=False)
+    for (frames_ax, cpu_ax), game in zip(axes, games, strict=True):
+        for row in (r for r in rows if r["game"] == game and r["curve"]):
+            steps, cpu, score = zip(*row["curve"], strict=True)
+            label = f"{row['variant']} seed {row['seed']}"
+            frames_ax.plot([4 * s for s in steps], score, color=COLOURS[row["variant"]], label=label, lw=1)
+            cpu_ax.plot(cpu, score, color=COLOURS[row["variant"]], lw=1)
+        for ax, xlabel in ((frames_ax, "real frames"), (cpu_ax, "process CPU-seconds")):
+            ax.axhline(REFERENCES[game][0], color="black", ls=":", lw=0.8)  # the published random score
+            ax.set(title=game.split("/")[-1], xlabel=xlabel, ylabel="training score (last 10 games)")
+        frames_ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
 
 
 def _ci(point: float, low: float, high: float, fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(point)} [{fmt.format(low)}, {fmt.format(high)}]"
 
 
-def render(rows: list[dict], results: Path) -> str:
+def latest(rows: list[dict]) -> list[dict]:
+    """The full-game rows at the newest budget, the newest row of every (game, variant, seed)."""
     rows = [r for r in rows if r.get("protocol") == PROTOCOL]
+    if not rows:
+        return []
+    budget = rows[-1]["cpu_budget_s"]
+    newest = {(r["game"], r["variant"], r["seed"]): r for r in rows if r["cpu_budget_s"] == budget}
+    return list(newest.values())
+
+
+def render(rows: list[dict], results: Path) -> str:
+    rows = latest(rows)
     if not rows:
         return _report.no_rows("atari_equal_cpu")
     budget = rows[-1]["cpu_budget_s"]
-    rows = [r for r in rows if r["cpu_budget_s"] == budget]
-    newest: dict[tuple, dict] = {}
-    for row in rows:
-        newest[(row["game"], row["variant"], row["seed"])] = row
-    rows = list(newest.values())
     games = [g for g in REFERENCES if any(r["game"] == g for r in rows)]
     variants = [v for v in CONFIGS if any(r["variant"] == v for r in rows)]
     lines = [
@@ -181,7 +224,8 @@ def render(rows: list[dict], results: Path) -> str:
         f"{statistics.median(r['eval_episodes'] for r in rows):.0f} full games "
         "(all lives, sticky actions 0.25, 108k-frame cap, no automatic FIRE, stochastic policy); IQM over runs "
         "(seeds) with a 95% stratified-bootstrap interval (2,000 replicates); human-normalised with the random "
-        "and human references of Kaiser et al. 2020.",
+        "and human references of Kaiser et al. 2020. Curves: `docs/images/atari_equal_cpu.png` (training score "
+        "against real frames and against CPU-seconds, one line per run).",
         "",
     ]
     table = []
@@ -302,12 +346,15 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=30)
     parser.add_argument("--encoder", help="the shared encoder directory (latent variants)")
     parser.add_argument("--workdir", help="where the runs go (default: a temporary folder)")
+    parser.add_argument("--workers", type=int, default=1, help="runs at a time (CPU-seconds are each run's own)")
     parser.add_argument("--redo", action="store_true", help="run again what has a kept row at this budget")
     _report.add_output_args(parser, "atari_equal_cpu")
     args = parser.parse_args()
     if any(v != "pixel" for v in args.variants) and not args.encoder and not args.report_only:
         parser.error("latent variants need --encoder (make it with latent_vs_pixel.py --encoder-only)")
     rows = _report.read_rows(args.results) if args.report_only else run(args)
+    if args.write and rows:
+        plot_curves(latest(rows))
     _report.emit("atari_equal_cpu", render(rows, args.results) if rows else _report.no_rows("atari_equal_cpu"), args)
 
 

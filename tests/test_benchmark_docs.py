@@ -40,6 +40,8 @@ RENDERERS = {
     "probe_cache.py": ([], ["probe_cache"]),
     "random_atari.py": ([], ["random_atari"]),
     "world_model_quality.py": ([], ["world_model_quality"]),
+    "atari_throughput.py": ([], ["atari_throughput"]),
+    "atari_equal_cpu.py": ([], ["atari_equal_cpu"]),
     "ledger.py": ([], ["claims_ledger"]),
 }
 
@@ -60,3 +62,19 @@ def test_every_section_of_the_doc_has_a_renderer():
     sections = set(re.findall(r"<!-- BEGIN (\w+) -->", DOC.read_text()))
     rendered = {name for _, names in RENDERERS.values() for name in names}
     assert sections == rendered, f"not rendered: {sorted(sections - rendered)}; missing: {sorted(rendered - sections)}"
+
+
+def test_the_stratified_bootstrap_resamples_runs_within_each_task(monkeypatch):
+    """IQM with an interval over runs (seeds), tasks kept apart, seeded: the aggregate of the equal-CPU table."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import _report
+
+    point, low, high = _report.stratified_bootstrap_iqm({"a": [1.0, 2.0, 3.0, 4.0]})
+    assert point == 2.5 and low <= point <= high and (low, high) != (point, point)
+    assert _report.stratified_bootstrap_iqm({"a": [3.0] * 5}) == (3.0, 3.0, 3.0)  # no spread, no width
+    # each task keeps its runs: a task of 0s and a task of 10s never resample into all 0s or all 10s
+    _, low, high = _report.stratified_bootstrap_iqm({"zeros": [0.0] * 3, "tens": [10.0] * 3})
+    assert low == high == 5.0
+    assert _report.stratified_bootstrap_iqm({"a": [1.0, 5.0, 2.0]}) == _report.stratified_bootstrap_iqm(
+        {"a": [1.0, 5.0, 2.0]}
+    )

@@ -255,16 +255,12 @@ def train(
             checkpointer = None
             if agent.resumable and rank == 0:
 
-                def state(learner: Learner) -> dict[str, Any]:
+                def checkpoint_state(learner: Learner) -> dict[str, Any]:
                     if tracker is not None:  # MLflow holds every step up to the checkpoint: a resume redoes the rest
                         tracker.flush()
                     return _checkpoint_state(learner, meter, config, run_id, out)
 
-                checkpointer = Checkpointer(
-                    ckpt_path,
-                    state,
-                    config.checkpoint.every_updates,
-                )
+                checkpointer = Checkpointer(ckpt_path, checkpoint_state, config.checkpoint.every_updates)
             with TrainingProgress(agent.total_steps, agent.global_step, config.log_every_updates, interactive) as bar:
                 budget = CpuBudget(config.cpu_budget_s) if config.cpu_budget_s else None
                 hooks: list[Callback] = [Throughput(meter), MetricsLog(metrics_log)]

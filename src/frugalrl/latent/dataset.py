@@ -86,14 +86,6 @@ class FrameDataset:
             out[valid, k] = self.frames[games[valid], src[valid]]
         return out
 
-    def transition_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """(games, steps) of every transition with a next frame in the same episode."""
-        ended = self.terminated | self.truncated
-        ok = ~ended
-        ok[:, -1] = False
-        games, steps = np.nonzero(ok)
-        return games, steps
-
     def split(self, holdout_fraction: float) -> tuple[np.ndarray, np.ndarray]:
         """Games are split along time: the last ``holdout_fraction`` of every game is held out."""
         cut = int(round(self.steps_per_game * (1 - holdout_fraction)))

@@ -57,10 +57,6 @@ class ImportanceEvaluator(nn.Module):
         x = obs.float() / 255.0 if self.pixels else obs.float()
         return torch.sigmoid(self.head(self.torso(x))).squeeze(-1)
 
-    @property
-    def input_layer(self) -> nn.Linear:
-        return next(m for m in self.head if isinstance(m, nn.Linear))
-
     def config(self) -> dict[str, Any]:
         return {"obs_shape": list(self.obs_shape), "hidden": self.hidden, "pixels": self.pixels}
 
