@@ -327,11 +327,12 @@ def encoder_lines(rows: list[dict]) -> list[str]:
         return []
     if kept is None:
         return [f"Shared encoder `{encoder}`: no pretraining row kept, so its cost is not listed.", ""]
-    cpu = kept.get("cpu_s") or 0.0
+    # CPU-s where the pretraining's process was measured; else its wall-clock (one torch thread: about the same)
+    cost, unit = (kept["cpu_s"], "CPU-s") if kept.get("cpu_s") else (kept["wall_s"], "s of wall-clock (one thread)")
     return [
         f"Shared encoder `{encoder}` ({', '.join(kept['games'])}, {kept['dataset_frames']:,} random-play frames, "
-        f"PSNR {kept['psnr_db']} dB): made once, {cpu:,.0f} CPU-s and {kept['pretrain_flops'] / 1e12:.1f} TFLOPs "
-        f"unamortised; over the {len(latent_runs)} latent runs here, {cpu / len(latent_runs):,.0f} CPU-s each "
+        f"PSNR {kept['psnr_db']} dB): made once, {cost:,.0f} {unit} and {kept['pretrain_flops'] / 1e12:.1f} TFLOPs "
+        f"unamortised; over the {len(latent_runs)} latent runs here, {cost / len(latent_runs):,.0f} {unit} each "
         "(not inside their training budget).",
         "",
     ]
@@ -350,6 +351,12 @@ def main() -> None:
     parser.add_argument("--redo", action="store_true", help="run again what has a kept row at this budget")
     _report.add_output_args(parser, "atari_equal_cpu")
     args = parser.parse_args()
+    if args.encoder and not args.report_only:  # a relative path means the caller's; it must exist before hours of runs
+        if not (Path(args.encoder) / "encoder.pt").is_file():
+            parser.error(
+                f"--encoder {args.encoder}: no encoder.pt there; make it with latent_vs_pixel.py --encoder-only"
+            )
+        args.encoder = str(Path(args.encoder).resolve())  # rows name it repo-relative (_report.portable)
     if any(v != "pixel" for v in args.variants) and not args.encoder and not args.report_only:
         parser.error("latent variants need --encoder (make it with latent_vs_pixel.py --encoder-only)")
     rows = _report.read_rows(args.results) if args.report_only else run(args)

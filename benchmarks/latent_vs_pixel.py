@@ -428,6 +428,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     _report.add_output_args(parser, "latent_vs_pixel")
     args = parser.parse_args()
+    # runs go in their own working directory: a relative path must mean the caller's
+    args.encoder, args.encoder_dir = (p.resolve() if p else None for p in (args.encoder, args.encoder_dir))
     if set(args.held_out) & set(args.games):
         parser.error("--held-out games must not be among --games (the encoder trains on --games)")
     if not args.report_only:
