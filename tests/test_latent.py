@@ -16,7 +16,7 @@ from frugalrl.errors import ConfigError
 from frugalrl.latent.curriculum import CurriculumScheduler
 from frugalrl.latent.dataset import collect_frames, load_dataset
 from frugalrl.latent.encoder import FrameDecoder, FrameEncoder
-from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv, frozen_for_inference
+from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
 from frugalrl.latent.pretrain import encoder_step_loss, train_latent_models
 from frugalrl.latent.probe import labelled_frames, linear_probe, r2_scores
 from frugalrl.latent.store import LatentModels, load_latent
@@ -134,17 +134,6 @@ def test_virtual_and_real_env_pass_the_same_interface_test():
         real.close()
     virtual = VirtualVectorEnv(LatentWorldModel(32, 4, [32]), torch.rand(50, 32) * 2 - 1, 3, horizon=7)
     _check_vector_env(virtual)
-
-
-def test_the_frozen_inference_graph_encodes_as_the_module_does():
-    encoder = FrameEncoder(4, 84, 32).eval()
-    fast = frozen_for_inference(encoder, torch.zeros(8, 4, 84, 84, dtype=torch.uint8))
-    assert fast is not encoder
-    generator = torch.Generator().manual_seed(0)
-    for batch in (1, 3, 8, 17):  # other batch sizes than the traced one (final_obs of a few games)
-        frames = torch.randint(0, 256, (batch, 4, 84, 84), dtype=torch.uint8, generator=generator)
-        with torch.no_grad():
-            torch.testing.assert_close(fast(frames), encoder(frames), rtol=1e-5, atol=1e-6)
 
 
 def test_encoded_env_counts_every_frame_and_its_flops_once():

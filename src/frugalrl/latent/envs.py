@@ -16,7 +16,6 @@ PPO steps either without knowing which: both take a batch of actions and return
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -32,31 +31,8 @@ def latent_space(latent_dim: int) -> gym.spaces.Box:
     return gym.spaces.Box(-1.0, 1.0, (latent_dim,), dtype=np.float32)
 
 
-def frozen_for_inference(encoder: FrameEncoder, example: torch.Tensor) -> torch.nn.Module:
-    """The frozen encoder as a TorchScript graph with its convolutions prepacked for inference.
-
-    Same arithmetic (ReLU and bias folded into oneDNN's convolution, weights laid out once instead of
-    at every call): about a fifth less CPU per encoded frame on an AVX2 host, and latents equal to the
-    eager module's (``tests/test_latent_envs.py``; docs/benchmarks.md, ``atari_throughput``). A graph
-    that cannot be traced falls back to the module itself.
-    """
-    with torch.no_grad(), warnings.catch_warnings():
-        # TorchScript is deprecated in favour of torch.compile, which needs a C++ toolchain at run time and
-        # compiles for tens of seconds; this graph is ready in a fraction of a second and still supported.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            traced = torch.jit.trace(encoder.eval(), example, check_trace=False)
-            return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
-        except (RuntimeError, torch.jit.Error):  # an encoder with data-dependent control flow
-            return encoder
-
-
 class EncodedVectorEnv:
-    """A real vector env whose observations are the encoder's latents (encoder frozen).
-
-    The encoder's FLOPs are counted once on the module itself; every frame after that goes through
-    ``frozen_for_inference``'s graph, which costs the same FLOPs in less CPU time.
-    """
+    """A real vector env whose observations are the encoder's latents (encoder frozen)."""
 
     def __init__(self, env: gym.vector.VectorEnv, encoder: FrameEncoder, meter: CostMeter | None = None):
         self.env = env
@@ -65,18 +41,13 @@ class EncodedVectorEnv:
         self.num_envs = env.num_envs
         self.single_observation_space = latent_space(encoder.latent_dim)
         self.single_action_space = env.single_action_space
-        shape = (env.num_envs, *env.single_observation_space.shape)
-        self.fast = frozen_for_inference(self.encoder, torch.zeros(shape, dtype=torch.uint8))
 
     @torch.no_grad()
     def encode(self, frames: np.ndarray) -> torch.Tensor:
         batch = torch.as_tensor(frames)
         if self.meter is None:
-            return self.fast(batch)
-        if "encode" in self.meter.flops_per_sample:
-            latents = self.fast(batch)
-        else:  # the first call counts the FLOPs, on the plain module
-            latents = self.meter.run_counted("encode", lambda: self.encoder(batch), len(batch))
+            return self.encoder(batch)
+        latents = self.meter.run_counted("encode", lambda: self.encoder(batch), len(batch))
         self.meter.count("encode", len(batch))  # the technique's overhead: every real frame is encoded
         return latents
 
