@@ -148,6 +148,20 @@ def _resumable_run_with_corrupt_metrics(d: Path) -> None:
         log.write(bytes(range(128, 256)) * 8)
 
 
+def _finished_run(d: Path) -> None:
+    """A run that ended normally (summary.json written), and another config beside it."""
+    from frugalrl.train import train
+
+    train(tiny_config(), d / "run", interactive=False)
+    (d / "other.yaml").write_text(json.dumps(tiny_config(seed=9).to_dict()))
+
+
+def _interrupted_run(d: Path) -> None:
+    """A run stopped after its last checkpoint (no summary.json), and another config beside it."""
+    _finished_run(d)
+    (d / "run" / "summary.json").unlink()
+
+
 def _profile(text: str) -> Callable[[Path], None]:
     return _write("profile.yaml", text)
 
@@ -388,6 +402,18 @@ CASES += [
     Case("image push: a path as registry", lambda d: ["image", "push", "--registry", "r:5000/x"], says="HOST:PORT"),
     Case("image: unknown subcommand", lambda d: ["image", "pull"], says="pull"),
     Case("unknown command", lambda d: ["fly"], says="fly"),
+    Case(
+        "train: --resume with another run's config",
+        lambda d: ["train", str(d / "other.yaml"), "--resume", str(d / "run")],
+        _interrupted_run,
+        "different config",
+    ),  # refused before the run's config.yaml is rewritten
+    Case(
+        "train: --resume a finished run",
+        lambda d: ["train", "--resume", str(d / "run")],
+        _finished_run,
+        "finished run",
+    ),  # refused before its checkpoint is rewritten
     Case(
         "train: --resume a run whose metrics.jsonl is corrupt",
         lambda d: ["train", "--resume", str(d / "run")],

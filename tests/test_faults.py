@@ -292,3 +292,21 @@ def test_a_run_resumed_against_another_store_gets_a_new_mlflow_run_naming_the_ol
     assert f"MLflow run {first_id} is not in" in capsys.readouterr().out
     assert summary["mlflow_run_id"] != first_id
     assert _client().get_run(summary["mlflow_run_id"]).data.tags["frugalrl.resumed_from_run_id"] == first_id
+
+
+def test_a_start_that_fails_to_reach_the_tracking_server_can_simply_be_run_again(tmp_path, monkeypatch, capsys):
+    """Issue 34: the failed start left config.yaml in --out, so the same command was then refused."""
+    from frugalrl.cli import main
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens on the discard port
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps(tiny_config(tracking={"enabled": True, "timeout_s": 1, "retries": 0}).to_dict()))
+    out = tmp_path / "run"
+    errors = []
+    for _ in range(2):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["train", str(config), "--out", str(out)])
+        assert exit_info.value.code == 2
+        errors.append(capsys.readouterr().err.strip().splitlines()[-1])
+        assert not out.exists()  # nothing left behind: the retry is the same command
+    assert errors[0] == errors[1] and "not empty" not in errors[1], errors

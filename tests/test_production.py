@@ -176,7 +176,8 @@ def test_report_plots_the_world_model_against_real_play_for_latent_runs(tmp_path
 
     quality = {"wm_horizon_k": 16.0, "wm_latent_error_k": 0.01, "wm_latent_error_k_copy": 0.02,
                "wm_reward_accuracy": 0.97, "wm_reward_accuracy_nonzero": None, "wm_done_accuracy": 0.99,
-               "wm_imagined_return": 0.5, "wm_real_return": 1.25}  # fmt: skip
+               "wm_imagined_return": 0.5, "wm_real_return": 1.25, "wm_imagined_events": 0.07, "wm_real_events": 0.2,
+               "wm_reward_auc": 0.55, "wm_gate": "failed", "wm_gate_reason": "reward AUC 0.55 < 0.80"}  # fmt: skip
     for name, extra in (("latent", quality), ("pixel", {})):
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(json.dumps({"algo": "ppo", "eval_mean": 1.0, **extra}))
@@ -184,5 +185,6 @@ def test_report_plots_the_world_model_against_real_play_for_latent_runs(tmp_path
     text = build_report([Branch("latent", runs)])
     section = text.split("<h3>World model against real play</h3>")[1]
     assert "0.0100 / 0.0200" in section and "0.50 / 1.25" in section and "0.970 (-)" in section
+    assert "0.07 / 0.20" in section and "failed: reward AUC 0.55 &lt; 0.80" in section  # the diagnostic gate
     assert "data:image/png;base64," in section and "<td>pixel</td>" not in section  # only runs that have one
     assert "World model against real play" not in build_report([Branch("pixel", runs[1:])])

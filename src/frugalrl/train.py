@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -131,7 +132,8 @@ def _checkpoint_state(
     }
 
 
-def _restore(state: dict[str, Any], agent: Learner, meter: CostMeter, config: ExperimentConfig) -> None:
+def _check_resumable(state: dict[str, Any], config: ExperimentConfig, out: Path) -> None:
+    """A resume that cannot continue this run is refused before anything in it is rewritten."""
     if state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"checkpoint format {state.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     if state["config_hash"] != config.hash():
@@ -139,6 +141,13 @@ def _restore(state: dict[str, Any], agent: Learner, meter: CostMeter, config: Ex
             "checkpoint was written by a different config (hash "
             f"{state['config_hash']} != {config.hash()}); resume with the run's own config.yaml"
         )
+    if (out / "summary.json").exists():
+        raise FrugalError(
+            f"{out} is a finished run (it has summary.json): nothing to resume; start a new run with --out"
+        )
+
+
+def _restore(state: dict[str, Any], agent: Learner, meter: CostMeter, config: ExperimentConfig) -> None:
     agent.load_state_dict(state["agent"])
     meter.load_state_dict(state["meter"])
     snapshot = unpack_bytes(state.get("env_snapshot"))
@@ -178,6 +187,7 @@ def train(
     first_rank = not (under_torchrun() and int(os.environ.get("RANK", "0")) > 0)  # rank 0 owns the shared --out
     if not resume and first_rank:
         check_new_run_dir(out)
+    made_here = first_rank and not resume and not out.exists()  # removed again if the run never gets going
     if not resume:
         from frugalrl.tracking.provenance import pin_pretrained
 
@@ -212,6 +222,7 @@ def train(
             ckpt_path = out / CHECKPOINT_FILE
             if resume:
                 state = load_checkpoint(ckpt_path)
+                _check_resumable(state, config, out)  # refused before config.yaml or the checkpoint is rewritten
                 metrics_log_lines(out)  # a corrupt log is refused before anything is rewritten
             device = start_run_dir(config, out)
 
@@ -246,7 +257,15 @@ def train(
 
             if pending(out):
                 print(sync_run_dir(out))
-        tracker_cm = RunTracker(config, run_id=resume_id, pipeline_run_id=pipeline_run_id, tags=tags, buffer_dir=out)
+        try:
+            tracker_cm = RunTracker(
+                config, run_id=resume_id, pipeline_run_id=pipeline_run_id, tags=tags, buffer_dir=out
+            )
+        except BaseException:  # an unreachable server: leave nothing, so the same command can simply be retried
+            if made_here:
+                env.close()
+                shutil.rmtree(out, ignore_errors=True)
+            raise
 
     metrics_log = (out / "metrics.jsonl").open("a")
     try:
@@ -294,6 +313,11 @@ def train(
             extra = {**sync.summary(), "real_env_steps_all_workers": meter.real_env_steps * sync.world_size,
                      **budget_keys}  # fmt: skip
             return finish_run(config, out, agent, meter, tracker, device, techniques=techniques, extra=extra)
+    except BaseException:
+        metrics_log.close()
+        if made_here and (out / "metrics.jsonl").stat().st_size == 0:  # never got going (an unreachable
+            shutil.rmtree(out, ignore_errors=True)  # tracking server): the same command can simply be run again
+        raise
     finally:
         metrics_log.close()
         env.close()
