@@ -21,14 +21,52 @@ from frugalrl.errors import ClusterError, ConfigError
 TOKEN_ENV = "KFP_TOKEN"
 
 
+# KFP's six fields (robfig/cron): the allowed values of each, and the names it takes for months and weekdays.
+_CRON_FIELDS = (("second", 0, 59), ("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
+                ("day of week", 0, 6))  # fmt: skip
+_MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+_WEEKDAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+_CRON_NAMES = {
+    "month": {m: i + 1 for i, m in enumerate(_MONTHS)},
+    "day of week": {d: i for i, d in enumerate(_WEEKDAYS)},
+}
+
+
+def _cron_field_ok(text: str, name: str, low: int, high: int) -> bool:
+    """One field: ``*`` or ``?``, values and ranges (``a-b``), each with an optional ``/step``, comma-joined."""
+    names = _CRON_NAMES.get(name, {})
+
+    def value(token: str) -> int | None:
+        token = token.upper()
+        number = names.get(token, int(token) if token.isdigit() else None)
+        return number if number is not None and low <= number <= high else None
+
+    for part in text.split(","):
+        base, _, step = part.partition("/")
+        if step and (not step.isdigit() or int(step) < 1):
+            return False
+        if base in ("*", "?"):
+            continue
+        ends = base.split("-")
+        if len(ends) > 2 or any(value(end) is None for end in ends):
+            return False
+        if len(ends) == 2 and value(ends[0]) > value(ends[1]):
+            return False
+    return True
+
+
 def kfp_cron(expression: str) -> str:
-    """A KFP six-field cron expression from a five- or six-field one; anything else is a ConfigError."""
+    """A KFP six-field cron expression from a five- or six-field one (checked here, field by field, before
+    any server is asked); anything else is a one-line ConfigError naming the field."""
     fields = expression.split()
     if len(fields) == 5:
         fields = ["0", *fields]
-    allowed = set("0123456789*/,-?LW#") | set("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    if len(fields) != 6 or any(not set(f.upper()) <= allowed for f in fields):
-        raise ConfigError(f"--cron {expression!r} is not a cron expression; e.g. '0 3 * * *' (daily at 03:00)")
+    example = "e.g. '0 3 * * *' (daily at 03:00)"
+    if len(fields) != 6:
+        raise ConfigError(f"--cron {expression!r} is not a cron expression (5 or 6 fields); {example}")
+    for text, (name, low, high) in zip(fields, _CRON_FIELDS, strict=True):
+        if not _cron_field_ok(text, name, low, high):
+            raise ConfigError(f"--cron {expression!r}: {name} {text!r} is not a value in {low}-{high}; {example}")
     return " ".join(fields)
 
 

@@ -162,6 +162,10 @@ def _interrupted_run(d: Path) -> None:
     (d / "run" / "summary.json").unlink()
 
 
+def _schedule(cron: str) -> Callable[[Path], list[str]]:
+    return lambda d: ["pipeline", "schedule", "--host", "http://127.0.0.1:9", "--cron", cron, "--profile", "quick"]
+
+
 def _profile(text: str) -> Callable[[Path], None]:
     return _write("profile.yaml", text)
 
@@ -346,6 +350,15 @@ CASES += [
         "pipeline schedule: bad cron",
         lambda d: ["pipeline", "schedule", "--host", "http://127.0.0.1:9", "--cron", "every day"],
     ),  # fmt: skip
+    # a cron of the right shape but out of range is checked here, not reported as an unreachable host (issue 34)
+    *(
+        Case(f"pipeline schedule: cron {what}", _schedule(cron), says=says)
+        for what, cron, says in (
+            ("minute out of range", "99 * * * *", "minute '99'"),
+            ("weekday out of range", "0 3 * * 8", "day of week '8'"),
+            ("range backwards", "0 5-1 * * *", "hour '5-1'"),
+        )
+    ),
     Case("pipeline: unknown subcommand", lambda d: ["pipeline", "launch"], says="launch"),
     Case(
         "pipeline compile: --image not a reference",
@@ -402,6 +415,11 @@ CASES += [
     Case("image push: a path as registry", lambda d: ["image", "push", "--registry", "r:5000/x"], says="HOST:PORT"),
     Case("image: unknown subcommand", lambda d: ["image", "pull"], says="pull"),
     Case("unknown command", lambda d: ["fly"], says="fly"),
+    Case(
+        "evaluate: a hundred million episodes",
+        lambda d: ["evaluate", "runs/x", "--episodes", "100000000"],
+        says="--episodes",
+    ),  # a typo that would play for days is refused (issue 34); the bound is eval.episodes' bound too
     Case(
         "train: --resume with another run's config",
         lambda d: ["train", str(d / "other.yaml"), "--resume", str(d / "run")],

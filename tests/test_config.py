@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from frugalrl.cli import main
-from frugalrl.config import apply_overrides, flatten, load_config
+from frugalrl.config import apply_overrides, flatten, load_config, validate_config
+from frugalrl.errors import ConfigError
 
 from .conftest import REPO
 
@@ -106,3 +107,11 @@ def test_bad_config_through_the_real_command_has_no_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {path}: ppo.learning_rate = -1")
     assert not out.exists(), "nothing is written for a config that does not validate"
+
+
+def test_the_cli_and_the_config_bound_evaluation_episodes_alike():
+    from frugalrl import cli, config
+
+    assert cli.MAX_EVAL_EPISODES == config.MAX_EVAL_EPISODES
+    with pytest.raises(ConfigError, match="eval.episodes"):
+        validate_config({"eval": {"episodes": config.MAX_EVAL_EPISODES + 1}})

@@ -16,6 +16,9 @@ import typer
 
 from frugalrl.errors import FrugalError
 
+# eval.episodes' bound (frugalrl.config.MAX_EVAL_EPISODES, not imported: the CLI starts without pydantic)
+MAX_EVAL_EPISODES = 10_000
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -391,7 +394,9 @@ def config_show(file: Path, overrides: SetOption = None) -> None:
 def evaluate(
     model_uri: Annotated[str, typer.Argument(help="Run dir, policy.pt, or models:/name@alias, runs:/id/policy")],
     env: Annotated[str | None, typer.Option(help="Env id; default: the one the policy was trained on.")] = None,
-    episodes: Annotated[int, typer.Option(min=1)] = 20,
+    episodes: Annotated[
+        int, typer.Option(min=1, max=MAX_EVAL_EPISODES, help=f"Episodes to play, 1 to {MAX_EVAL_EPISODES:,}.")
+    ] = 20,
     seed: Annotated[int, typer.Option(min=0)] = 10_000,
     stochastic: Annotated[bool, typer.Option(help="Sample actions instead of taking the mode.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,

@@ -550,8 +550,11 @@ class SelectionConfig(_RegisteredKind):
         return SELECTORS
 
 
+MAX_EVAL_EPISODES = 10_000  # 30 are the field's Atari protocol; far more is a typo, not a plan (hours of play)
+
+
 class EvalConfig(_Strict):
-    episodes: int = Field(20, ge=1)
+    episodes: int = Field(20, ge=1, le=MAX_EVAL_EPISODES)
     deterministic: bool = True
     seed: int = Field(10_000, ge=0, description="episode i uses seed + i")
 
