@@ -346,9 +346,12 @@ def latent_equal_cpu() -> Finding:
         for variant in ("pixel", "real", "stages", "adaptive"):
             scores = [r["score"] for r in rows if r["game"] == game and r["variant"] == variant]
             if scores:
-                ci[variant] = _report.stratified_bootstrap_iqm({game: scores})
-                cells.append(f"{variant} {ci[variant][0]:.1f} [{ci[variant][1]:.1f}, {ci[variant][2]:.1f}] "
-                             f"({len(scores)} runs)")  # fmt: skip
+                point, low, high = _report.stratified_bootstrap_iqm({game: scores})
+                if len(scores) >= EQUAL_CPU_SEEDS:  # fewer runs give no interval worth comparing
+                    ci[variant] = (point, low, high)
+                    cells.append(f"{variant} {point:.1f} [{low:.1f}, {high:.1f}] ({len(scores)} runs)")
+                else:
+                    cells.append(f"{variant} {point:.1f} ({len(scores)} run{'s' if len(scores) > 1 else ''})")
                 fewest = len(scores) if fewest is None else min(fewest, len(scores))
         for variant in ("real", "stages", "adaptive"):
             if "pixel" in ci and variant in ci:
