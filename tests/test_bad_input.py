@@ -58,6 +58,7 @@ BAD_CONFIGS: dict[str, str | bytes] = {
     "unknown selector": "selection:\n  kind: nope\n",
     "unknown replay": "replay:\n  kind: nope\n",
     "zero workers": "distributed:\n  workers: 0\n",
+    "cpu budget on two workers": "cpu_budget_s: 60\ndistributed:\n  workers: 2\n",
     "peft rank not a number": (
         "algo: sac\nenv:\n  id: InvertedPendulum-v5\npeft:\n  targets:\n    - {name: t, dynamics: {mass_scale: 2}}\n"
         "  methods:\n    lora: {rank: big}\n"

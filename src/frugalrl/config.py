@@ -775,6 +775,16 @@ class ExperimentConfig(_Strict):
         return data
 
     @model_validator(mode="after")
+    def _cpu_budget_on_one_worker(self) -> ExperimentConfig:
+        if self.cpu_budget_s is not None and self.distributed.workers > 1:
+            # each worker would stop at its own update while the others wait for its gradients
+            raise ValueError(
+                "cpu_budget_s ends one process's training; with distributed.workers > 1 the workers would stop "
+                "apart: drop cpu_budget_s or train on one worker"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _latent_runs_alone(self) -> ExperimentConfig:
         if self.algo != "ppo" and (self.latent.enabled or self.selection.kind != "all"):
             raise ValueError(
