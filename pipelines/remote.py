@@ -111,12 +111,39 @@ def post(host: str, path: str, body: dict[str, Any], timeout: float = 30.0) -> d
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read() or b"{}")
+            reply = _json_reply(response.read())
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:200]
+        detail = _describe_reply(exc.read())
         raise ClusterError(f"KFP API {url} answered {exc.code}: {detail}; check --host and {TOKEN_ENV}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise ClusterError(f"KFP API {url} is unreachable ({exc}); check --host, e.g. http://localhost:8080") from None
+    if reply is None:  # a web page, a proxy's login form: something answered, not the KFP API
+        raise ClusterError(
+            f"{url} answered with something other than the KFP API's JSON; point --host at the KFP API "
+            "server (e.g. http://localhost:8080 after kubectl port-forward -n kubeflow svc/ml-pipeline-ui 8080:80)"
+        )
+    return reply
+
+
+def _json_reply(raw: bytes) -> dict[str, Any] | None:
+    """The API's JSON object, or None when the reply is not one (an HTML page, a bare string)."""
+    try:
+        reply = json.loads(raw or b"{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _describe_reply(raw: bytes) -> str:
+    """An error reply in one short line: the API's own message, or what kind of page answered instead."""
+    reply = _json_reply(raw)
+    if reply is not None:
+        message = reply.get("message") or reply.get("error") or json.dumps(reply)
+        return " ".join(str(message).split())[:200]
+    text = raw.decode(errors="replace")
+    if "<html" in text.lower() or "<!doctype" in text.lower():
+        return "an HTML page, not the KFP API"
+    return " ".join(text.split())[:200] or "an empty reply"
 
 
 def submit(host: str, package: Path, name: str, parameters: dict[str, Any]) -> dict[str, Any]:

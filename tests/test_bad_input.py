@@ -68,6 +68,15 @@ BAD_CONFIGS: dict[str, str | bytes] = {
         "  methods:\n    lorra: {}\n"
     ),
     "selection without ppo": "algo: dqn\nenv:\n  id: CartPole-v1\nselection:\n  kind: random\n",
+    # issue 34: settings written by hand count even at their defaults; widths and env ids checked before training
+    "ppo setting at its default under algo dqn": "algo: dqn\nenv:\n  id: CartPole-v1\nppo:\n  clip_coef: 0.2\n",
+    "peft rank wider than the network": (
+        "algo: sac\nenv:\n  id: InvertedPendulum-v5\npolicy:\n  hidden: [32, 32]\npeft:\n  targets:\n"
+        "    - {name: t, dynamics: {mass_scale: 2}}\n  methods:\n    lora: {rank: 100000}\n"
+    ),
+    "peft target env unknown": (
+        "algo: sac\nenv:\n  id: InvertedPendulum-v5\npeft:\n  targets:\n    - {name: t, env_id: Nope-v0}\n"
+    ),
 }
 
 # Configs that validate but ask for something the env cannot give: refused by the commands
@@ -433,6 +442,16 @@ CASES += [
         _finished_run,
         "finished run",
     ),  # refused before its checkpoint is rewritten
+    Case(
+        "config validate: --set algo=dqn on a PPO config",
+        lambda d: ["config", "validate", str(REPO / "configs/cartpole-ppo.yaml"), "--set", "algo=dqn"],
+        says="ignored by algo 'dqn'",
+    ),  # its ppo values equal PPO's defaults, and still they were written to be used
+    Case(
+        "pretrain evaluator: a config without a pivot section",
+        lambda d: ["pretrain", "evaluator", "-c", str(REPO / "configs/cartpole-ppo.yaml"), "-o", str(d / "out")],
+        says="no pivot section",
+    ),  # it would register an evaluator of default settings nobody chose, and promote it
     Case(
         "train: --resume a run whose metrics.jsonl is corrupt",
         lambda d: ["train", "--resume", str(d / "run")],

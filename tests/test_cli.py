@@ -80,6 +80,20 @@ def test_every_way_out_of_main_is_its_exit_code_and_at_most_one_line(exc, code, 
     assert len(err.splitlines()) <= 1 and says in err and "Traceback" not in err
 
 
+def test_ctrl_c_inside_a_command_is_the_message_and_130(monkeypatch, capsys):
+    """Through the real typer, which (0.16 and later) turns Ctrl-C into a silent return code of 130."""
+    import frugalrl.config
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(frugalrl.config, "load_config", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["config", "validate", "configs/cartpole-ppo.yaml"])
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err.splitlines() == ["interrupted; files this command finished writing are kept"]
+
+
 def test_a_usage_error_is_one_line_naming_the_help(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["train", "--no-such-option"])

@@ -17,15 +17,17 @@ from .conftest import REPO
 class Recorder(BaseHTTPRequestHandler):
     requests: list[dict] = []
     status = 200
+    page: str | None = None  # set: answer with this HTML instead (a server that is not Kubeflow)
 
     def do_POST(self):  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         Recorder.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         reply = {"run_id": "run-123"} if self.path.endswith("/runs") else {"recurring_run_id": "rec-9"}
         self.send_response(Recorder.status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/html" if Recorder.page else "application/json")
         self.end_headers()
-        self.wfile.write(json.dumps(reply if Recorder.status == 200 else {"error": "bad spec"}).encode())
+        answer = json.dumps(reply if Recorder.status == 200 else {"error": "bad spec"})
+        self.wfile.write((Recorder.page or answer).encode())
 
     def log_message(self, *args):
         pass
@@ -33,7 +35,7 @@ class Recorder(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def kfp_api():
-    Recorder.requests, Recorder.status = [], 200
+    Recorder.requests, Recorder.status, Recorder.page = [], 200, None
     server = HTTPServer(("127.0.0.1", 0), Recorder)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -82,3 +84,17 @@ def test_bad_cron_refused_server_errors_reported(kfp_api, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["pipeline", "submit", "--host", "http://127.0.0.1:9", "--profile", "quick"])
     assert exc.value.code == 2 and "unreachable" in capsys.readouterr().err
+
+
+HTML = "<!DOCTYPE html>\n<html>\n<head><title>Welcome</title></head>\n<body>\n" + "<p>a dashboard</p>\n" * 10 + "</body></html>\n"
+
+
+@pytest.mark.parametrize("status", [200, 404])
+def test_a_server_that_is_not_kubeflow_is_one_line(kfp_api, status, capsys):
+    """A web page where the API should be (a dashboard, a proxy) is named in one line, not printed."""
+    Recorder.status, Recorder.page = status, HTML
+    with pytest.raises(SystemExit) as exc:
+        main(["pipeline", "submit", "--host", kfp_api, "--profile", "quick"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and "<p>" not in err
+    assert ("not the KFP API" if status == 404 else "other than the KFP API") in err and "--host" in err

@@ -728,8 +728,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {exc.strerror}{where}; {fix}", file=sys.stderr)
         sys.exit(2)
     except (KeyboardInterrupt, typer.Abort):
+        code = 130
+    if code == 130:  # typer (0.16 and later) turns Ctrl-C into this return code, silently
         print("interrupted; files this command finished writing are kept", file=sys.stderr)
-        sys.exit(130)
     if isinstance(code, int) and code != 0:
         sys.exit(code)
 

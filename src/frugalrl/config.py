@@ -128,11 +128,15 @@ class EnvConfig(_Strict):
     @field_validator("id")
     @classmethod
     def _known_env(cls, value: str) -> str:
-        from frugalrl.envs.registry import known_env_ids, validate_env_id
+        return _registered_env(value)
 
-        if not validate_env_id(value):
-            raise ValueError(f"not a registered environment; allowed: {known_env_ids()}")
-        return value
+
+def _registered_env(value: str) -> str:
+    from frugalrl.envs.registry import known_env_ids, validate_env_id
+
+    if not validate_env_id(value):
+        raise ValueError(f"not a registered environment; allowed: {known_env_ids()}")
+    return value
 
 
 class AdapterSpec(_Strict):
@@ -650,6 +654,11 @@ class PeftTarget(_Strict):
     env_id: str | None = Field(None, description="a sibling task; default: the source's env")
     dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
 
+    @field_validator("env_id")
+    @classmethod
+    def _known_env(cls, value: str | None) -> str | None:
+        return None if value is None else _registered_env(value)
+
 
 class PeftConfig(_Strict):
     """``frugalrl peft compare``: fine-tune a source policy on each target with each method."""
@@ -755,24 +764,51 @@ class ExperimentConfig(_Strict):
     @classmethod
     def _no_ignored_algo_section(cls, data: Any) -> Any:
         """A section of an algorithm the run does not use, with settings in it, would be ignored silently."""
-        if isinstance(data, dict):
-            algo = data.get("algo", "ppo")
-            for other in ("ppo", "dqn", "sac"):
-                section = data.get(other)
-                if other != algo and isinstance(section, dict) and section:
-                    model = _ALGO_SECTIONS[other]
-                    try:  # compared as validated values ("1e-05" from a JSON dump is YAML text for 1e-5)
-                        given = model.model_validate(section).model_dump()
-                    except ValidationError:
-                        continue  # the section's own validation names the problem
-                    defaults = model().model_dump()
-                    changed = sorted(k for k in section if given[k] != defaults[k])
-                    if changed:
-                        raise ValueError(
-                            f"{other}: settings {changed} are ignored by algo {algo!r}; remove the {other} "
-                            f"section or set algo: {other}"
-                        )
+        if not isinstance(data, dict):
+            return data
+        algo = data.get("algo", "ppo")
+        # A whole config written back (a run's config.yaml) holds every algorithm's section at its
+        # defaults, so there only a changed value counts; in a file a person wrote, any key does.
+        dumped = all(isinstance(data.get(name), dict) for name in _ALGO_SECTIONS)
+        for other, model in _ALGO_SECTIONS.items():
+            section = data.get(other)
+            if other == algo or not isinstance(section, dict) or not section:
+                continue
+            ignored = sorted(section)
+            if dumped:
+                try:  # compared as validated values ("1e-05" from a JSON dump is YAML text for 1e-5)
+                    given = model.model_validate(section).model_dump()
+                except ValidationError:
+                    continue  # the section's own validation names the problem
+                defaults = model().model_dump()
+                ignored = [k for k in ignored if given[k] != defaults[k]]
+            if ignored:
+                raise ValueError(
+                    f"{other}: settings {ignored} are ignored by algo {algo!r}; remove the {other} "
+                    f"section or set algo: {other}"
+                )
         return data
+
+    @model_validator(mode="after")
+    def _peft_widths_fit_the_network(self) -> ExperimentConfig:
+        """A rank or bottleneck wider than the narrowest hidden layer fits no layer that has it as its output;
+        refused here, not after the source policy has trained (the input layer's width is checked when a
+        method is applied, once the env is made)."""
+        if self.peft is None:
+            return self
+        from frugalrl.peft.methods import METHODS
+
+        narrowest = min(self.policy.hidden)
+        for name, options in self.peft.methods.items():
+            resolved = {**METHODS[name].defaults, **(options or {})}
+            # VeRA's shared random pair may be wider than a layer (frugalrl.peft.methods._fits)
+            for key in ("bottleneck",) if name == "vera" else ("rank", "bottleneck"):
+                if resolved.get(key, 0) > narrowest:
+                    raise ValueError(
+                        f"peft.methods.{name}.{key} {resolved[key]} is wider than the network's narrowest layer "
+                        f"(policy.hidden {self.policy.hidden}); use at most {narrowest}"
+                    )
+        return self
 
     @model_validator(mode="after")
     def _cpu_budget_on_one_worker(self) -> ExperimentConfig:

@@ -27,7 +27,7 @@ import torch
 from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
-from frugalrl.errors import CheckpointError
+from frugalrl.errors import CheckpointError, ConfigError
 from frugalrl.pivot.evaluator import ImportanceEvaluator, build_evaluator, save_evaluator
 from frugalrl.pivot.labels import compute_labels, rank_normalize, spearman
 from frugalrl.pivot.scheduler import fit_evaluator
@@ -159,6 +159,12 @@ def pretrain_from_dataset(
 
 def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | None = None) -> dict[str, Any]:
     """Collect (unless ``dataset`` is given), fit, save ``evaluator.pt``, log and register in MLflow."""
+    if "pivot" not in config.model_fields_set:
+        # every setting would be a default nobody chose, and the result would still be registered and promoted
+        raise ConfigError(
+            "the config has no pivot section, so nothing says which evaluator to pretrain; add one "
+            "(see configs/cartpole-pivot.yaml)"
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
