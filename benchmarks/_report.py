@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import json
 import os
 import platform
@@ -143,6 +144,15 @@ def git_commit() -> str:
         return sha + (" (src/ has uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def file_sha256(path: Path) -> str:
+    """A file's fingerprint (an encoder made again from the same recipe is another file)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def load_average() -> str:

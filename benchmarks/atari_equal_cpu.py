@@ -137,17 +137,23 @@ def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdi
     return _report.stamp(args.common, **row)
 
 
-def encoder_row(rows_path: Path, encoder: str | None) -> dict | None:
-    """The shared encoder's row kept by latent_vs_pixel.py (its pretraining cost)."""
-    if not encoder:
+def encoder_row(rows_path: Path, run: dict) -> dict | None:
+    """The pretraining row (latent_vs_pixel.py) of the encoder a latent run used: the build with the run's
+    fingerprint where both kept one, else the newest row for its directory made before the run."""
+    if not run.get("encoder"):
         return None
     rows = [r for r in _report.read_rows(rows_path) if r.get("kind") == "encoder"]
-    named = [r for r in rows if str(r.get("encoder_dir", "")).rstrip("/") == str(encoder).rstrip("/")]
-    return (named or [None])[-1]
+    named = [r for r in rows if str(r.get("encoder_dir", "")).rstrip("/") == str(run["encoder"]).rstrip("/")]
+    built = [r for r in named if run.get("encoder_sha256") and r.get("encoder_sha256") == run["encoder_sha256"]]
+    earlier = [r for r in named if r.get("timestamp", "") <= run.get("timestamp", "")]
+    return (built or earlier or [None])[-1]
 
 
 def run(args: argparse.Namespace) -> list[dict]:
-    args.common = _report.batch_common(protocol=PROTOCOL, encoder=args.encoder, eval_episodes=args.eval_episodes)
+    # the encoder's fingerprint: one made again from the same recipe (a new machine) is another build
+    sha = _report.file_sha256(Path(args.encoder) / "encoder.pt") if args.encoder else None
+    args.common = _report.batch_common(protocol=PROTOCOL, encoder=args.encoder, encoder_sha256=sha,
+                                       eval_episodes=args.eval_episodes)  # fmt: skip
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="atari-equal-cpu-"))
     workdir.mkdir(parents=True, exist_ok=True)
     done = {(r["game"], r["variant"], r["seed"]) for r in _report.read_rows(args.results)
@@ -337,20 +343,31 @@ def target_lines(by: dict, intervals: dict, games: list[str]) -> list[str]:
 def encoder_lines(rows: list[dict]) -> list[str]:
     encoder = rows[-1].get("encoder")
     latent_runs = [r for r in rows if r["variant"] != "pixel"]
-    kept = encoder_row(_report.RESULTS_DIR / "latent_vs_pixel.jsonl", encoder)
     if not latent_runs:
         return []
+    kept = encoder_row(_report.RESULTS_DIR / "latent_vs_pixel.jsonl", latent_runs[-1])
     if kept is None:
         return [f"Shared encoder `{encoder}`: no pretraining row kept, so its cost is not listed.", ""]
     # CPU-s where the pretraining's process was measured; else its wall-clock (one torch thread: about the same)
     cost, unit = (kept["cpu_s"], "CPU-s") if kept.get("cpu_s") else (kept["wall_s"], "s of wall-clock (one thread)")
-    return [
+    lines = [
         f"Shared encoder `{encoder}` ({', '.join(kept['games'])}, {kept['dataset_frames']:,} random-play frames, "
         f"PSNR {kept['psnr_db']} dB): made once, {cost:,.0f} {unit} and {kept['pretrain_flops'] / 1e12:.1f} TFLOPs "
         f"unamortised; over the {len(latent_runs)} latent runs here, {cost / len(latent_runs):,.0f} {unit} each "
         "(not inside their training budget).",
-        "",
     ]
+    builds: dict[str, list[str]] = {}
+    for r in latent_runs:
+        build = (r.get("encoder_sha256") or "not recorded")[:12]
+        builds.setdefault(build, []).append(f"{r['game'].split('/')[-1]} {r['variant']} seed {r['seed']}")
+    if len(builds) > 1:  # the same recipe and frames, made again on another machine: not the same weights
+        lines.append(
+            f"The latent runs used {len(builds)} builds of this encoder (same recipe and frames, made again on "
+            "another machine; `not recorded`: before fingerprints were kept): "
+            + "; ".join(f"{build}: {', '.join(runs)}" for build, runs in builds.items())
+            + "."
+        )
+    return [*lines, ""]
 
 
 def main() -> None:

@@ -154,6 +154,7 @@ def keep_encoder_row(out: Path, args: argparse.Namespace, cpu_s: float | None = 
         "kind": "encoder",
         "games": summary.get("games", args.games),
         "encoder_dir": str(out),
+        "encoder_sha256": _report.file_sha256(out / "encoder.pt"),
         "dataset_sha256": summary["dataset_sha256"],
         "dataset_frames": summary["dataset_frames"],
         "pretrain_flops": summary["total_flops"],

@@ -86,7 +86,11 @@ def test_bad_cron_refused_server_errors_reported(kfp_api, capsys):
     assert exc.value.code == 2 and "unreachable" in capsys.readouterr().err
 
 
-HTML = "<!DOCTYPE html>\n<html>\n<head><title>Welcome</title></head>\n<body>\n" + "<p>a dashboard</p>\n" * 10 + "</body></html>\n"
+HTML = (
+    "<!DOCTYPE html>\n<html>\n<head><title>Welcome</title></head>\n<body>\n"
+    + "<p>a dashboard</p>\n" * 10
+    + "</body></html>\n"
+)
 
 
 @pytest.mark.parametrize("status", [200, 404])

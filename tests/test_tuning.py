@@ -118,3 +118,70 @@ def test_the_config_itself_is_the_first_point_searched():
     assert config_point(config, space) == {"ppo.learning_rate": config.ppo.learning_rate, "ppo.update_epochs": 2}
     space["ppo.learning_rate"] = SearchDimension(type="float", low=1e-2, high=1e-1)  # the config lies outside
     assert config_point(config, space) is None
+
+
+def _study_trials(storage: str, study: str) -> list[tuple]:
+    """(number, state, params, value) of every counted trial, in trial order."""
+    from frugalrl.tuning_rounds import counted
+
+    trials = counted(optuna.load_study(study_name=study, storage=storage).get_trials())
+    return [(t.number, t.state.name, t.params, t.value) for t in sorted(trials, key=lambda t: t.number)]
+
+
+@pytest.mark.slow
+def test_tuning_is_reproducible_with_one_worker_or_two(tmp_path):
+    """Same study seed: the same trials, values and best parameters from one worker and from two
+    (twice), whichever worker takes which trial and whenever it finishes."""
+    overrides = [*FAST, "tuning.trials=6", "tuning.round_size=2", "tuning.startup_trials=1", "tracking.enabled=false"]
+    runs = []
+    for name, workers in (("one", 1), ("two-a", 2), ("two-b", 2)):
+        storage = f"sqlite:///{tmp_path / name}.db"
+        env = {**os.environ, "OPTUNA_STORAGE": storage}
+        procs = [_worker(tmp_path / name / f"w{i}", i, overrides, env) for i in range(workers)]
+        for proc in procs:
+            assert proc.wait(timeout=600) == 0, proc.stderr.read()
+        runs.append(_study_trials(storage, "cartpole-tune"))
+        best = [json.loads((tmp_path / name / f"w{i}" / "best.json").read_text()) for i in range(workers)]
+        assert all(b["best_params"] == best[0]["best_params"] for b in best)  # every worker names the same best
+        runs[-1].append(best[0]["best_params"])
+    assert len(runs[0]) == 6 + 1  # six counted trials and the best
+    assert runs[0] == runs[1] == runs[2]
+    assert {number for number, *_ in runs[1][:-1]} == set(range(6))
+
+
+def test_numbered_sampler_ignores_trials_of_the_same_round():
+    """Trial n sees the finished trials of earlier rounds only: one that finished early in its own
+    round changes nothing."""
+    from frugalrl.config import SearchDimension
+    from frugalrl.tuning_rounds import NumberedSampler
+
+    space = {"ppo.learning_rate": SearchDimension(type="float", low=1e-4, high=1e-2, log=True)}
+
+    def proposal(finished_in_round: bool) -> dict:
+        study = optuna.create_study(direction="maximize")
+        for number in range(4):  # rounds of 2: trials 0-3 are two earlier rounds, all complete
+            study.add_trial(optuna.trial.create_trial(params={"ppo.learning_rate": 1e-3 * (number + 1)},
+                                                      distributions=_dists(space), value=float(number)))  # fmt: skip
+        if finished_in_round:  # trial 4, of trial 5's round, already done
+            study.add_trial(optuna.trial.create_trial(params={"ppo.learning_rate": 1e-4},
+                                                      distributions=_dists(space), value=99.0))  # fmt: skip
+        else:
+            study.add_trial(optuna.trial.create_trial(state=TrialState.RUNNING))
+        return NumberedSampler(space, seed=7, round_size=2).params_for(study, 5)
+
+    assert proposal(True) == proposal(False)
+    other_seed = NumberedSampler(space, seed=8, round_size=2)
+    assert other_seed.params_for(optuna.create_study(), 0) != NumberedSampler(space, 7, 2).params_for(
+        optuna.create_study(), 0
+    )
+
+
+def _dists(space):
+    from frugalrl.tuning_rounds import distributions
+
+    return distributions(space)
+
+
+def test_hyperband_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match="not be reproducible"):
+        load_config(CONFIG, ["tuning.pruner=hyperband"])

@@ -616,15 +616,31 @@ class TuningConfig(_Strict):
     trials: int = Field(8, ge=1, description="trials per study (all workers together)")
     space: dict[str, SearchDimension] = Field(default_factory=dict, description="dotted config key -> dimension")
     metric: Literal["eval_mean", "eval_iqm"] = "eval_mean"
-    pruner: Literal["median", "hyperband", "none"] = "median"
+    pruner: Literal["median", "none"] = "median"
     report_every_updates: int = Field(5, ge=1, description="intermediate value (running episode return) period")
     startup_trials: int = Field(2, ge=0, description="trials before pruning starts (median pruner)")
+    round_size: int = Field(
+        4,
+        ge=1,
+        description="trials proposed from the same finished history (frugalrl.tuning_rounds): up to this many "
+        "workers run at once, and results do not depend on how many do",
+    )
     storage: str | None = Field(
         None, description="Optuna storage URL or journal file; OPTUNA_STORAGE wins; default: DIR/optuna.db (sqlite)"
     )
     study_name: str | None = Field(None, description="default: the config's name")
     max_retry: int = Field(2, ge=0, description="a crashed worker's trial is re-queued up to this many times")
     heartbeat_s: int = Field(10, ge=1, description="a trial without heartbeat this long (x3 grace) is failed")
+
+    @field_validator("pruner", mode="before")
+    @classmethod
+    def _reproducible_pruner(cls, value: Any) -> Any:
+        if value == "hyperband":
+            raise ValueError(
+                "Hyperband prunes against whatever other workers have reported so far, so a study would not "
+                "be reproducible; use median (compared with earlier rounds only) or none"
+            )
+        return value
 
     @field_validator("space")
     @classmethod
@@ -876,8 +892,8 @@ class ExperimentConfig(_Strict):
             *parents, key = path
             node = data
             for part in parents:
-                node = node[part]
-            if node.get(key) == default:
+                node = node[part] if isinstance(node, dict) else None
+            if isinstance(node, dict) and node.get(key) == default:  # an optional section may be absent
                 del node[key]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -899,6 +915,7 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("latent", "world_model", "rollout_steps"): 1,
     ("latent", "world_model", "gate_min_auc"): 0.8,
     ("latent", "world_model", "gate_events_tolerance"): 0.25,
+    ("tuning", "round_size"): 4,
 }
 
 

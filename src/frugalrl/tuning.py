@@ -2,7 +2,9 @@
 
 Every trial is a normal training run (``DIR/trial-N``) of the config with the sampled values as
 overrides. During training the running episode return is reported every
-``report_every_updates`` updates, and the median or Hyperband pruner stops hopeless trials.
+``report_every_updates`` updates, and the median pruner stops hopeless trials. Parameters and
+pruning decisions follow trial numbers, in rounds (``frugalrl.tuning_rounds``), so a study gives
+the same trials and the same best parameters with one worker or several.
 
 Storage (one study shared by every worker): ``OPTUNA_STORAGE`` if set (Postgres on a
 cluster: ``postgresql://user@host/db``), else ``tuning.storage``, else ``DIR/optuna.db``
@@ -107,11 +109,11 @@ def trial_config(config: ExperimentConfig, overrides: list[str]) -> ExperimentCo
 def _pruner(config: ExperimentConfig) -> Any:
     import optuna
 
+    from frugalrl.tuning_rounds import OrderedMedianPruner
+
     tuning = config.tuning
     if tuning.pruner == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=tuning.startup_trials, n_warmup_steps=0)
-    if tuning.pruner == "hyperband":
-        return optuna.pruners.HyperbandPruner()
+        return OrderedMedianPruner(tuning.startup_trials, tuning.round_size)
     return optuna.pruners.NopPruner()
 
 
@@ -119,11 +121,19 @@ def make_objective(config: ExperimentConfig, out: Path) -> Any:
     import optuna
 
     from frugalrl.train import train
+    from frugalrl.tuning_rounds import counted
 
     tuning = config.tuning
 
     def objective(trial: optuna.Trial) -> float:
-        overrides = suggest(trial, tuning.space)
+        before = [t for t in counted(trial.study.get_trials(deepcopy=False)) if t.number < trial.number]
+        if len(before) >= tuning.trials:
+            # two workers asked at once: this one ends unrun, marked, and counts for nothing (tuning_rounds.counted)
+            trial.set_user_attr("surplus", True)
+            trial.study.stop()
+            raise optuna.TrialPruned(f"surplus: the study already has its {tuning.trials} trials")
+        overrides = suggest(trial, tuning.space)  # waits for the earlier rounds (tuning_rounds.NumberedSampler)
+        trial.set_user_attr("waited_s", round(trial.study.sampler.waited_s.get(trial.number, 0.0), 3))
         trial.set_user_attr("overrides", overrides)
         run_config = trial_config(config, overrides)
 
@@ -146,8 +156,9 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
 
     ``pipeline_run_id`` tags the worker's MLflow run with the pipeline run it belongs to."""
     import optuna
-    from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
+
+    from frugalrl.tuning_rounds import NumberedSampler, best_trial, counted
 
     if config.tuning is None or not config.tuning.space:
         raise ConfigError("this config has no tuning.space to search; see configs/cartpole-tune.yaml")
@@ -155,25 +166,28 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # Parameters and pruning follow trial numbers, not worker ids or timing (frugalrl.tuning_rounds):
+    # every worker makes the same sampler, so the study does not depend on how many there are.
+    sampler = NumberedSampler(tuning.space, config.seed, tuning.round_size, config_point(config, tuning.space))
     study = optuna.create_study(
         study_name=tuning.study_name or config.name,
         storage=storage_for(config, out),
-        sampler=optuna.samplers.TPESampler(seed=config.seed + worker),
+        sampler=sampler,
         pruner=_pruner(config),
         direction="maximize",
         load_if_exists=True,
     )
-    finished = (TrialState.COMPLETE, TrialState.PRUNED)
-    start = config_point(config, tuning.space)
-    if worker == 0 and start is not None and not study.get_trials(deepcopy=False):
-        study.enqueue_trial(start)  # the config as given is trial 0 (worker 0 only: no double enqueue)
-    callbacks: list[Any] = [MaxTrialsCallback(tuning.trials, states=finished)]
+
+    def enough(study: optuna.Study, trial: Any) -> None:
+        if len(counted(study.get_trials(deepcopy=False))) >= tuning.trials:
+            study.stop()
+
+    callbacks: list[Any] = [enough]
     objective = make_objective(config, out)
 
     def run() -> None:
-        remaining = tuning.trials - len(study.get_trials(deepcopy=False, states=finished))
-        if remaining > 0:
-            study.optimize(objective, n_trials=remaining, callbacks=callbacks, catch=(ConfigError, TrainingDiverged))
+        if len(counted(study.get_trials(deepcopy=False))) < tuning.trials:
+            study.optimize(objective, callbacks=callbacks, catch=(ConfigError, TrainingDiverged))
 
     if config.tracking.enabled:
         from optuna_integration import MLflowCallback
@@ -181,26 +195,24 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
         from frugalrl.tracking import RunTracker, check_tracking
 
         with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}", pipeline_run_id=pipeline_run_id):
-            callbacks.append(
-                MLflowCallback(
-                    tracking_uri=check_tracking(), metric_name=tuning.metric, create_experiment=False,
-                    mlflow_kwargs={"nested": True},
-                )
-            )  # fmt: skip
+            log_trial = MLflowCallback(tracking_uri=check_tracking(), metric_name=tuning.metric,
+                                       create_experiment=False, mlflow_kwargs={"nested": True})  # fmt: skip
+            callbacks.append(lambda study, trial: None if trial.user_attrs.get("surplus") else log_trial(study, trial))
             run()
     else:
         run()
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if not complete:
+    best = best_trial(study)
+    if best is None:
         raise ConfigError(f"study {study.study_name}: no trial completed (all pruned or failed); widen tuning.space")
-    best = study.best_trial
+    trials = counted(study.get_trials(deepcopy=False))
     result = {
         "study": study.study_name,
         "best_value": best.value,
         "best_params": best.params,
         "best_overrides": best.user_attrs.get("overrides", []),
         "best_run_dir": best.user_attrs.get("run_dir"),
-        "trials": {state.name.lower(): len(study.get_trials(deepcopy=False, states=(state,))) for state in TrialState},
+        "trials": {state.name.lower(): sum(t.state == state for t in trials) for state in TrialState},
+        "waited_s": round(sum(t.user_attrs.get("waited_s", 0.0) for t in trials), 3),
     }
     from frugalrl.rundir import write_json
 
@@ -212,12 +224,14 @@ def best_overrides(config: ExperimentConfig, out: Path | None = None) -> list[st
     """The best complete trial's overrides in the study ``config`` names (storage as in ``tune``)."""
     import optuna
 
+    from frugalrl.tuning_rounds import best_trial
+
     if config.tuning is None:
         raise ConfigError("this config has no tuning section")
     study = optuna.load_study(
         study_name=config.tuning.study_name or config.name, storage=storage_for(config, out or Path("."))
     )
-    try:
-        return list(study.best_trial.user_attrs.get("overrides", []))
-    except ValueError:
-        raise ConfigError(f"study {study.study_name} has no complete trial yet; run the tune workers first") from None
+    best = best_trial(study)
+    if best is None:
+        raise ConfigError(f"study {study.study_name} has no complete trial yet; run the tune workers first")
+    return list(best.user_attrs.get("overrides", []))
