@@ -119,9 +119,30 @@ def check_runner(
     return resolved[0], resolved[1]
 
 
+def run_container_and_wait(client: Any, image: str, command: list[str], volumes: dict[str, Any],
+                           **container_run_args: Any) -> int:  # fmt: skip
+    """A step's container, its logs, and its real exit code.
+
+    kfp.local's own version (kfp 2.17) starts the container with ``auto_remove``; when the container
+    is gone before ``wait`` returns (a fast exit), it reports 0, so a step that failed counted as
+    succeeded. Here the container is removed only after its exit code has been read."""
+    container = client.containers.run(image=image, command=command, volumes=volumes, detach=True, stdout=True,
+                                      stderr=True, **{**container_run_args, "auto_remove": False})  # fmt: skip
+    try:
+        for line in container.logs(stream=True):
+            print(line.decode(errors="replace"), end="")
+        return int(container.wait()["StatusCode"])
+    finally:
+        with contextlib.suppress(Exception):  # already gone is fine: the code was read
+            container.remove(force=True)
+
+
 def docker_runner(root: Path) -> Any:
     """kfp.local's DockerRunner for the step image: host network (MLflow on the host answers on the
     same address), the caller's group, and the MLflow, Optuna and frugalrl settings of this process."""
+    from kfp.local import docker_task_handler
+
+    docker_task_handler.run_docker_container = run_container_and_wait  # the handler looks it up at each step
     _shareable(root)
     environment = {k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV_PREFIXES)}
     environment["HOME"] = "/home/frugal"

@@ -225,3 +225,16 @@ def test_a_base_from_an_unreachable_registry_is_one_line_naming_the_local_base(r
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: the build failed:") and "\n" not in err, err
     assert "--base debootstrap" in err, err
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_a_step_container_reports_its_real_exit_code(step_image, code):
+    """A container that exits at once (kfp.local's own runner could lose its code and say 0)."""
+    import docker
+    from pipelines.containers import run_container_and_wait
+
+    client = docker.from_env()
+    try:
+        assert run_container_and_wait(client, step_image.tag, ["sh", "-c", f"exit {code}"], {}) == code
+    finally:
+        client.close()

@@ -6,6 +6,7 @@ checks what the user is left with: one line saying what happened, nothing lost, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from mlflow import MlflowClient
 from frugalrl.cli import main
 from frugalrl.train import train
 
-from .conftest import tiny_config
+from .conftest import IN_CI, tiny_config
 
 
 def _free_port() -> int:
@@ -310,3 +311,86 @@ def test_a_start_that_fails_to_reach_the_tracking_server_can_simply_be_run_again
         errors.append(capsys.readouterr().err.strip().splitlines()[-1])
         assert not out.exists()  # nothing left behind: the retry is the same command
     assert errors[0] == errors[1] and "not empty" not in errors[1], errors
+
+
+@contextlib.contextmanager
+def _small_tmpfs(where: Path, size: str):
+    """A real filesystem of ``size`` at ``where`` (tmpfs: needs root and a kernel that lets it mount)."""
+    where.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+    ).returncode == 0  # fmt: skip
+    if not mounted:
+        reason = "a tmpfs cannot be mounted here (not root, or no mount); the simulated ENOSPC test covers the path"
+        if IN_CI:
+            pytest.fail(f"CI runs as root: {reason}")
+        pytest.skip(reason)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_really_full_filesystem_is_one_line_and_keeps_the_last_checkpoint(tmp_path, capsys):
+    """On a 256 KiB tmpfs the first checkpoint (about 130 KiB) fits and the second, written beside it
+    before replacing it, does not: ENOSPC from the kernel, not from a mock."""
+    from frugalrl import checkpoint
+
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps(tiny_config().to_dict()))
+    with _small_tmpfs(tmp_path / "disk", "256k") as disk:
+        out = disk / "run"
+        with pytest.raises(SystemExit) as exit_info:
+            main(["train", str(config), "--out", str(out)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exit_info.value.code == 2 and len(err) == 1 and "No space left on device" in err[0], err
+        assert checkpoint.load_checkpoint(out / "checkpoint.pt")["agent"]["update"] == 2  # the first one, whole
+        assert not list(out.glob(".*.tmp"))  # the half-written one is gone, its space given back
+        assert (out / "config.yaml").read_text() and all(
+            json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()
+        )
+
+
+@pytest.mark.slow
+def test_a_tracking_server_that_comes_back_mid_run_gets_everything_without_sync(tmp_path, monkeypatch, capsys):
+    """Killed after the 3rd update, started again after the 6th: the run sends what waited by itself
+    (no `frugalrl sync`), ends FINISHED with its model logged, and MLflow holds every update once."""
+    from frugalrl.tracking import runs
+
+    port = _free_port()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(runs, "FLUSH_SECONDS", 0.0)  # every update is sent at once
+    monkeypatch.setattr(runs, "RECONNECT_SECONDS", 0.0)  # and, while away, every flush asks whether it is back
+    servers = [_start_server(tmp_path, port)]
+
+    def away_from_3_to_6(learner, metrics) -> None:
+        if learner.update == 3 and len(servers) == 1:
+            _kill(servers[0])
+            servers.append(None)
+        elif learner.update == 6 and len(servers) == 2:
+            servers.append(_start_server(tmp_path, port))  # the same store: the run is still there
+
+    config = tiny_config(tracking={"enabled": True, "timeout_s": 2, "retries": 0}, ppo={"total_timesteps": 2048})
+    out = tmp_path / "run"
+    try:
+        summary = train(config, out, interactive=False, on_update=away_from_3_to_6)
+    finally:
+        for server in servers:
+            if server is not None and server.poll() is None:
+                _kill(server)
+    assert len(servers) == 3
+    err = capsys.readouterr().err
+    assert "stopped answering" in err and "answers again; what waited was sent" in err, err
+    assert not (out / "mlflow_offline.jsonl").exists() and (out / "mlflow_offline.synced.jsonl").is_file()
+    assert summary["model_uri"]  # logged at the end: the store was back
+    updates = [json.loads(row)["update"] for row in (out / "metrics.jsonl").read_text().splitlines()]
+    server = _start_server(tmp_path, port)  # read back what the store kept
+    try:
+        client = _client()
+        assert client.get_run(summary["mlflow_run_id"]).info.status == "FINISHED"
+        assert _metric_steps(client, summary["mlflow_run_id"], "policy_loss") == sorted(
+            set(_metric_steps(client, summary["mlflow_run_id"], "policy_loss"))
+        )
+        assert len(_metric_steps(client, summary["mlflow_run_id"], "policy_loss")) == len(updates)
+    finally:
+        _kill(server)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -110,3 +111,36 @@ def test_a_build_that_reaches_no_registry_names_the_local_base():
     assert "no such host" in line and "--base debootstrap" in line and "make image BASE=debootstrap" in line
     step = build_failure("The command '/bin/sh -ec pip install ...' returned a non-zero code: 1", "build.log")
     assert "debootstrap" not in step and step.endswith("(full log: build.log)")
+
+
+def test_a_step_container_that_fails_fast_is_a_failure_not_a_success(monkeypatch):
+    """kfp.local (2.17) reads a container's exit code after ``auto_remove`` may have removed it, and then
+    says 0; the runner frugalrl installs keeps the container until its code is read."""
+    from kfp.local import docker_task_handler
+    from pipelines.containers import docker_runner, run_container_and_wait
+
+    class Container:
+        removed = False
+
+        def logs(self, stream):
+            return iter([b"step output\n"])
+
+        def wait(self):
+            return {"StatusCode": 3}
+
+        def remove(self, force):
+            Container.removed = True
+
+    class Client:
+        class containers:  # noqa: N801 - docker's attribute name
+            @staticmethod
+            def run(**kwargs):
+                assert kwargs["auto_remove"] is False and kwargs["detach"] is True
+                return Container()
+
+    assert run_container_and_wait(Client(), "img", ["false"], {}, auto_remove=True) == 3
+    assert Container.removed
+    monkeypatch.setattr(docker_task_handler, "run_docker_container", docker_task_handler.run_docker_container)
+    monkeypatch.setattr("pipelines.containers._shareable", lambda root: None)
+    docker_runner(Path("."))
+    assert docker_task_handler.run_docker_container is run_container_and_wait  # what each step now runs
