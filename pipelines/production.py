@@ -86,6 +86,7 @@ def build_pipeline(profile: Profile) -> Any:
         gpu_toleration: dict = profile.resources.toleration,
         training_namespace: str = "kubeflow",
         training_image: str = FRUGALRL_IMAGE,
+        training_job_kind: str = "TrainJob",  # the distributed stage: TrainJob (Trainer v2) or PyTorchJob (legacy)
     ) -> None:
         gpu = lambda task: _on_gpu(task, profile, gpu_node_selector, gpu_toleration)  # noqa: E731
         run_id = dsl.PIPELINE_JOB_ID_PLACEHOLDER
@@ -113,12 +114,12 @@ def build_pipeline(profile: Profile) -> Any:
                 best.after(workers)
                 best.set_caching_options(False).set_display_name("best trial")
                 inputs["tuned"] = best.output
-            if profile.gpu and config.distributed.workers > 1:  # N GPU pods: a PyTorchJob, gradients fused
+            if profile.gpu and config.distributed.workers > 1:  # N GPU pods: a TrainJob, gradients fused
                 extra = {"tuned": inputs["tuned"]} if "tuned" in inputs else {}
                 trained = _training(train_distributed(
                     config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id,
                     namespace=training_namespace, image=training_image, node_selector=gpu_node_selector,
-                    toleration=gpu_toleration, **extra,
+                    toleration=gpu_toleration, job_kind=training_job_kind, **extra,
                 ))  # fmt: skip
                 trained.set_caching_options(False).set_display_name(f"train on {config.distributed.workers} workers")
             else:

@@ -338,6 +338,83 @@ CASES += [
     Case(
         "pytorchjob render: bad name", lambda d: ["pytorchjob", "render", "--name", "Not_A_Label!", "--workers", "2"]
     ),  # fmt: skip
+    Case(
+        "pytorchjob render: output folder missing",
+        lambda d: ["pytorchjob", "render", "--name", "j", "--workers", "2", "-o", str(d / "no" / "j.yaml")],
+        says="does not exist",
+    ),
+    Case(
+        "pytorchjob validate: a TrainJob",
+        lambda d: ["pytorchjob", "validate", str(REPO / "infra/training/trainjob.yaml")],
+        says="trainjob validate",
+    ),
+    # trainjob (Kubeflow Trainer v2, the default job kind)
+    Case(
+        "trainjob render: one worker",
+        lambda d: ["trainjob", "render", "--name", "j", "--workers", "1", "--image", f"r/f@sha256:{'a' * 64}"],
+        says="--workers",
+    ),
+    Case(
+        "trainjob render: image without digest",
+        lambda d: ["trainjob", "render", "--name", "j", "--workers", "2", "--image", "frugalrl:0.1.0-cuda"],
+        says="not pinned by digest",
+    ),
+    Case(
+        "trainjob render: no image", lambda d: ["trainjob", "render", "--name", "j", "--workers", "2"], says="--image"
+    ),
+    Case(
+        "trainjob render: bad name",
+        lambda d: ["trainjob", "render", "--name", "9lives", "--workers", "2", "--image", f"r/f@sha256:{'a' * 64}"],
+        says="metadata/name",
+    ),
+    Case(
+        "trainjob render: output is a folder",
+        lambda d: [
+            "trainjob",
+            "render",
+            "--name",
+            "j",
+            "--workers",
+            "2",
+            "-o",
+            str(d),
+            "--image",
+            "r/f@sha256:" + "a" * 64,
+        ],
+        says="is a folder",
+    ),
+    Case("trainjob validate: missing file", lambda d: ["trainjob", "validate", str(d / "nope.yaml")]),
+    Case("trainjob validate: a directory", lambda d: ["trainjob", "validate", str(d)], says="directory"),
+    Case(
+        "trainjob validate: a PyTorchJob",
+        lambda d: ["trainjob", "validate", str(REPO / "infra/training/pytorchjob.yaml")],
+        says="pytorchjob validate",
+    ),
+    Case("trainjob validate: empty file", lambda d: ["trainjob", "validate", str(d / "j.yaml")], _write("j.yaml", "")),
+    Case(
+        "trainjob validate: one node",
+        lambda d: ["trainjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", (REPO / "infra/training/trainjob.yaml").read_text().replace("numNodes: 4", "numNodes: 1")),
+        "numNodes: 1",
+    ),
+    Case(
+        "trainjob validate: misspelled field",
+        lambda d: ["trainjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", (REPO / "infra/training/trainjob.yaml").read_text().replace("numNodes:", "numNode:")),
+        "numNode: unknown field",
+    ),
+    Case(
+        "trainjob validate: image by tag",
+        lambda d: ["trainjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", (REPO / "infra/training/trainjob.yaml").read_text().replace("@sha256:", ":cuda-")),
+        "not pinned by digest",
+    ),
+    Case(
+        "trainjob validate: no torchrun",
+        lambda d: ["trainjob", "validate", str(d / "j.yaml")],
+        _write("j.yaml", (REPO / "infra/training/trainjob.yaml").read_text().replace("- torchrun\n", "- python\n")),
+        "torchrun entry point",
+    ),
     # pipelines and profiles
     Case(
         "pipeline compile: unknown profile",

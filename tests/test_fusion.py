@@ -160,6 +160,7 @@ def test_pytorchjob_manifest_validates_and_bad_ones_are_named():
 
     from frugalrl.errors import ConfigError
     from frugalrl.fusion.pytorchjob import pytorchjob_manifest, validate_manifest
+    from frugalrl.fusion.trainjob import is_torchrun_entry
 
     toleration = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     job = pytorchjob_manifest("fusion-run", "cfg", 3, "frugalrl:0.1.0-cuda", node_selector={"pool": "gpu"},
@@ -171,6 +172,9 @@ def test_pytorchjob_manifest_validates_and_bad_ones_are_named():
     assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert pod["tolerations"] == toleration and pod["nodeSelector"] == {"pool": "gpu"}
     assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "frugalrl-tracking"}}]
+    # the same entry point as the TrainJob: torchrun, its rendezvous from the operator's PET_* variables
+    assert pod["containers"][0]["command"][:3] == ["torchrun", "--max-restarts=0", "-m"]
+    assert is_torchrun_entry(pod["containers"][0]["command"]) and job["spec"]["nprocPerNode"] == "1"
     bad = copy.deepcopy(job)
     bad["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
     with pytest.raises(ConfigError, match="restartPolicy"):
@@ -211,7 +215,8 @@ def test_collectives_get_their_tensors_on_the_backends_device(mode, monkeypatch)
 
 
 def test_the_job_schema_takes_the_operators_fields_and_refuses_misspelled_ones(tmp_path, capsys):
-    """Fields of the Training Operator's PyTorchJob API pass; a misspelled one fails; outputs go to a
+    """Fields of the Training Operator's PyTorchJob API (its published models, kubeflow-training) pass; a
+    misspelled one, a wrong type or a missing required field fails, named by its path; outputs go to a
     writable volume (emptyDir unless told), and the checked-in example validates through the CLI."""
     import copy
 
@@ -230,13 +235,29 @@ def test_the_job_schema_takes_the_operators_fields_and_refuses_misspelled_ones(t
                                      schedulingPolicy=scheduling)  # fmt: skip
     full["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4, "maxRestarts": 3, "nProcPerNode": 1,
                                      "rdzvBackend": "c10d", "rdzvPort": 29400, "standalone": False,
-                                     "rdzvConf": [{"key": "timeout", "value": "900"}]}  # fmt: skip
+                                     "rdzvConf": [{"key": "timeout", "value": "900"}],
+                                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                                         "type": "Utilization", "averageUtilization": 80}}}]}  # fmt: skip
     validate_manifest(full)
     for where, key in (("runPolicy", "suspended"), ("elasticPolicy", "maxReplica"), ("spec", "runPolicyy")):
         bad = copy.deepcopy(full)
         (bad["spec"] if where == "spec" else bad["spec"][where])[key] = 1
-        with pytest.raises(ConfigError, match=key):
+        with pytest.raises(ConfigError, match=f"{where}/{key}: unknown field"):
             validate_manifest(bad)
+    bad = copy.deepcopy(full)
+    bad["spec"]["elasticPolicy"]["metrics"][0]["resource"]["targett"] = {}  # Kubernetes types inside the job too
+    with pytest.raises(ConfigError, match="elasticPolicy/metrics/0/resource/targett: unknown field"):
+        validate_manifest(bad)
+    bad = copy.deepcopy(full)
+    bad["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "1"
+    with pytest.raises(ConfigError, match="Worker/replicas: '1' is not of type int"):
+        validate_manifest(bad)
+    bad["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 1
+    del bad["spec"]["runPolicy"]  # required by the models
+    with pytest.raises(ConfigError, match="spec/runPolicy: required, missing"):
+        validate_manifest(bad)
+    with pytest.raises(ConfigError, match="trainjob validate"):
+        validate_manifest({**full, "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob"})
     pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     container = pod["containers"][0]
     out_dir = container["command"][container["command"].index("--out") + 1].rsplit("/", 1)[0]

@@ -81,8 +81,10 @@ def train_distributed_step(
     image: str,
     node_selector: dict,
     toleration: dict,
+    job_kind: str = "TrainJob",
 ) -> dict[str, Any]:
-    """Train on ``distributed.workers`` pods as a PyTorchJob; ``out_dir`` gets the master's run files.
+    """Train on ``distributed.workers`` pods as a ``job_kind`` (a Kubeflow Trainer TrainJob, or the legacy
+    PyTorchJob); ``out_dir`` gets the rank-0 run's files.
 
     The master logs to MLflow as any run does; its ``run/`` artifacts (summary, config, policy)
     are fetched back, so evaluation and registration downstream read the same run directory.
@@ -91,15 +93,15 @@ def train_distributed_step(
 
     import mlflow
 
-    from frugalrl.fusion.pytorchjob import pytorchjob_manifest, submit_pytorchjob
+    from frugalrl.fusion.trainjob import distributed_manifest, submit_job
 
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     name = re.sub(r"[^a-z0-9-]", "-", f"{config.name}-{pipeline_run_id}".lower())[:63].strip("-")
-    manifest = pytorchjob_manifest(
-        name, f"{name}-config", config.distributed.workers, image,
+    manifest = distributed_manifest(
+        job_kind, name, f"{name}-config", config.distributed.workers, image,
         node_selector=node_selector, tolerations=[toleration], env={PIPELINE_RUN_ENV: pipeline_run_id},  # pods read it
     )  # fmt: skip
-    submit_pytorchjob(manifest, config.to_yaml(), namespace)
+    submit_job(manifest, config.to_yaml(), namespace)
     mlflow.set_tracking_uri(check_tracking())
     runs = mlflow.search_runs(
         experiment_names=[config.tracking.experiment],
@@ -110,11 +112,11 @@ def train_distributed_step(
         output_format="list",
     )
     if not runs:
-        raise PipelineFailed(f"PyTorchJob {name} finished but logged no MLflow run; check its master's log")
+        raise PipelineFailed(f"{job_kind} {name} finished but logged no MLflow run; check its rank-0 log")
     run_id = runs[0].info.run_id
     resolve_artifact(
-        f"runs:/{run_id}/run", None, "run", "check its master's log", dest=Path(out_dir),
-        fetch_error=lambda reason: f"PyTorchJob {name}: cannot fetch run {run_id}'s run/ artifacts ({reason[:160]})",
+        f"runs:/{run_id}/run", None, "run", "check its rank-0 log", dest=Path(out_dir),
+        fetch_error=lambda reason: f"{job_kind} {name}: cannot fetch run {run_id}'s run/ artifacts ({reason[:160]})",
     )  # fmt: skip
     for path in (Path(out_dir) / "run").iterdir():
         path.rename(Path(out_dir) / path.name)

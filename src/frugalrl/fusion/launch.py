@@ -94,7 +94,8 @@ def close_distributed() -> None:
 
 def torchrun(argv: list[str], workers: int) -> int:
     """Run ``frugalrl train ARGV`` as ``workers`` torchrun workers on this machine; their exit code."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={workers}",
-               "--max-restarts=0", "-m", "frugalrl", "train", *argv]  # fmt: skip
+    from frugalrl.fusion.trainjob import torchrun_command  # the one entry point, here and on a cluster
+
+    command = torchrun_command(argv, python=sys.executable, nproc_per_node=workers, standalone=True)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     return subprocess.run(command, env=env).returncode

@@ -1,116 +1,45 @@
-"""Multi-worker training on a cluster: a Kubeflow Training Operator PyTorchJob.
+"""Multi-worker training on a cluster, the legacy option: a Kubeflow Training Operator PyTorchJob.
 
-``pytorchjob_manifest`` renders the job: one Master and ``workers - 1`` Worker replicas of the
-frugalrl image running ``python -m frugalrl train CONFIG`` (the operator sets ``RANK``,
-``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` in every pod, which is what the training
-loop reads), each with a GPU on the GPU node pool (node selector and toleration), NCCL
-settings, the config in a ConfigMap, and the MLflow and Optuna connections from a Secret.
+The Training Operator (``kubeflow.org/v1``) is in maintenance; its successor, Kubeflow Trainer v2, runs
+the default job kind, the TrainJob (``frugalrl.fusion.trainjob``). Both run the same entry point.
 
-``validate_manifest`` checks it: the PyTorchJob fields against ``PYTORCHJOB_SCHEMA`` (the part
-of the kubeflow.org/v1 CRD schema this job uses, written here, since the CRD itself is not
-installable offline), and every replica's pod template against the Kubernetes schemas
-(``kubernetes-validate``, strict). ``submit_pytorchjob`` creates it through the Kubernetes API
-and follows it to Succeeded or Failed.
+``pytorchjob_manifest`` renders the job: one Master and ``workers - 1`` Worker replicas of the frugalrl
+image, each running ``torchrun -m frugalrl train CONFIG`` (``trainjob.torchrun_command``; the operator
+sets the ``PET_*`` variables torchrun reads), with ``gpus_per_worker`` GPUs and as many processes on the
+GPU node pool (node selector and toleration), NCCL settings, the config in a ConfigMap, and the MLflow
+and Optuna connections from a Secret.
+
+``validate_manifest`` reads a manifest through the Training Operator's published models
+(``kubeflow-training``: ``KubeflowOrgV1PyTorchJob`` and the types it names), field by field: an unknown
+key, a wrong type or a missing required field is named by its path. The models leave enums and
+bounds unchecked (plain strings and integers there), so those are checked here from the CRD; every
+replica's pod template is checked against the Kubernetes schemas (``kubernetes-validate``, strict).
+``submit_pytorchjob`` creates it through the Kubernetes API and follows it to Succeeded or Failed.
 """
 
 from __future__ import annotations
 
 import copy
-import time
+import re
 from typing import Any
 
-from frugalrl.errors import ConfigError, PipelineFailed
+from frugalrl.errors import ConfigError
+from frugalrl.fusion import trainjob
+from frugalrl.fusion.trainjob import check_name, torchrun_command
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
+DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-# The kubeflow.org/v1 PyTorchJob fields, as the Training Operator's API documents them (its CRD and
-# SDK models; read, not copied): unknown keys are refused so that a misspelled field fails here,
-# and every documented field passes. Pod templates are checked by kubernetes-validate instead.
-_REPLICA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "replicas": {"type": "integer", "minimum": 0},
-        "restartPolicy": {"enum": ["Always", "OnFailure", "Never", "ExitCode"]},
-        "template": {"type": "object"},
-    },
-}
-_RUN_POLICY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "cleanPodPolicy": {"enum": ["All", "Running", "None"]},
-        "backoffLimit": {"type": "integer", "minimum": 0},
-        "activeDeadlineSeconds": {"type": "integer", "minimum": 1},
-        "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},
-        "suspend": {"type": "boolean"},
-        "managedBy": {"type": "string", "maxLength": 63},
-        "schedulingPolicy": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "minAvailable": {"type": "integer"},
-                "minResources": {"type": "object", "additionalProperties": {"type": ["string", "integer", "number"]}},
-                "priorityClass": {"type": "string"},
-                "queue": {"type": "string"},
-                "scheduleTimeoutSeconds": {"type": "integer"},
-            },
-        },
-    },
-}
-_ELASTIC_POLICY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "minReplicas": {"type": "integer", "minimum": 1},
-        "maxReplicas": {"type": "integer", "minimum": 1},
-        "maxRestarts": {"type": "integer", "minimum": 0},
-        "nProcPerNode": {"type": "integer", "minimum": 1},
-        "rdzvBackend": {"type": "string"},
-        "rdzvHost": {"type": "string"},
-        "rdzvId": {"type": "string"},
-        "rdzvPort": {"type": "integer", "minimum": 1, "maximum": 65535},
-        "rdzvConf": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {"key": {"type": "string"}, "value": {"type": "string"}},
-            },
-        },  # fmt: skip
-        "standalone": {"type": "boolean"},
-        "metrics": {"type": "array", "items": {"type": "object"}},
-    },
-}
-PYTORCHJOB_SCHEMA = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": f"{GROUP}/{VERSION}"},
-        "kind": {"const": "PyTorchJob"},
-        "metadata": {
-            "type": "object",
-            "required": ["name"],
-            "properties": {"name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63}},
-        },
-        "spec": {
-            "type": "object",
-            "required": ["pytorchReplicaSpecs"],
-            "additionalProperties": False,
-            "properties": {
-                "runPolicy": _RUN_POLICY,
-                "elasticPolicy": _ELASTIC_POLICY,
-                "pytorchReplicaSpecs": {
-                    "type": "object",
-                    "required": ["Master"],
-                    "additionalProperties": False,
-                    "properties": {"Master": _REPLICA, "Worker": _REPLICA},
-                },
-                "nprocPerNode": {"type": "string"},
-            },
-        },
-    },
-}
+# The CRD's enums and bounds, which the published models do not check (their fields are plain str/int).
+_ENUMS = {"restartPolicy": {"Always", "OnFailure", "Never", "ExitCode"}, "cleanPodPolicy": {"All", "Running", "None"}}
+_MINIMA = {"replicas": 0, "backoffLimit": 0, "activeDeadlineSeconds": 1, "ttlSecondsAfterFinished": 0,
+           "minReplicas": 1, "maxReplicas": 1, "maxRestarts": 0, "nProcPerNode": 1, "rdzvPort": 1}  # fmt: skip
+# Scalars as the models type them; Quantity is named by the models but not defined in the package.
+_SCALARS: dict[str, tuple[type, ...]] = {"str": (str,), "int": (int,), "bool": (bool,), "float": (int, float),
+                                         "datetime": (str,), "Quantity": (str, int, float)}  # fmt: skip
+# A type the models name that the package does not define; the Kubernetes client's is the same API type.
+_RENAMED = {"K8sIoApiAutoscalingV2MetricSpec": "V2MetricSpec"}
+_OPAQUE = {"V1PodTemplateSpec", "object"}  # pod templates: kubernetes-validate checks them, for the cluster's version
 
 
 def pytorchjob_manifest(
@@ -122,8 +51,8 @@ def pytorchjob_manifest(
     gpus_per_worker: int = 1,
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, Any]] | None = None,
-    secret: str = "frugalrl-tracking",
-    out_dir: str = "/runs",
+    secret: str = trainjob.TRACKING_SECRET,
+    out_dir: str = trainjob.OUT_DIR,
     deadline_s: int = 24 * 3600,
     env: dict[str, str] | None = None,
     output_volume: dict[str, Any] | None = None,
@@ -140,34 +69,28 @@ def pytorchjob_manifest(
     container = {
         "name": "pytorch",  # the operator looks for this container name
         "image": image,
-        "command": ["python", "-m", "frugalrl", "train", "/config/config.yaml", "--out", f"{out_dir}/{name}"],
-        "env": [
-            {"name": "NCCL_DEBUG", "value": "WARN"},
-            {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"},
-            {"name": "NCCL_IB_DISABLE", "value": "1"},
-            {"name": "OMP_NUM_THREADS", "value": "1"},
-            *({"name": k, "value": v} for k, v in (env or {}).items()),
-        ],
+        "command": torchrun_command([trainjob.CONFIG_FILE, "--out", f"{out_dir}/{name}"]),
+        "env": [{"name": k, "value": v} for k, v in {**trainjob.NCCL_ENV, **(env or {})}.items()],
         "envFrom": [{"secretRef": {"name": secret}}],  # MLFLOW_TRACKING_URI, OPTUNA_STORAGE: never inlined
         "resources": {
             "limits": {"nvidia.com/gpu": str(gpus_per_worker)} if gpus_per_worker else {},
-            "requests": {"cpu": "2", "memory": "8Gi"},
+            "requests": dict(trainjob.REQUESTS),
         },
         "volumeMounts": [
             {"name": "config", "mountPath": "/config", "readOnly": True},
             {"name": "runs", "mountPath": out_dir},
         ],
-        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 1000},
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": trainjob.USER},
     }
     pod = {
-        "metadata": {"labels": {"app.kubernetes.io/part-of": "frugalrl", "frugalrl.io/job": name}},
+        "metadata": {"labels": {**trainjob.LABELS, "frugalrl.io/job": name}},
         "spec": {
             "containers": [container],
             "volumes": [
                 {"name": "config", "configMap": {"name": config_map}},
                 {"name": "runs", **(output_volume or {"emptyDir": {}})},
             ],
-            "securityContext": {"fsGroup": 1000},  # the mounted volume is writable by the container's user
+            "securityContext": {"fsGroup": trainjob.USER},  # the mounted volume is writable by the container's user
             "nodeSelector": node_selector or {},
             "tolerations": tolerations or [],
         },
@@ -179,27 +102,91 @@ def pytorchjob_manifest(
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "PyTorchJob",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "frugalrl"}},
+        "metadata": {"name": name, "labels": dict(trainjob.LABELS)},
         "spec": {
             "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 2, "activeDeadlineSeconds": deadline_s},
+            "nprocPerNode": str(max(gpus_per_worker, 1)),  # torchrun processes per pod (PET_NPROC_PER_NODE)
             "pytorchReplicaSpecs": specs,
         },
     }
 
 
+def _where(path: tuple[Any, ...]) -> str:
+    return f"PyTorchJob {'/'.join(str(p) for p in path) or '(top)'}"
+
+
+def _read(value: Any, kind: str, path: tuple[Any, ...], in_map: bool = False) -> Any:
+    """``value`` as the published model type ``kind`` names (an openapi-generator type string), built.
+
+    What the package's own deserializer does (``ApiClient.deserialize``), but strict: it drops unknown
+    keys and converts types silently; here an unknown key, a wrong type or a missing required field
+    (the models' constructors refuse it) is a ``ConfigError`` naming its path.
+    """
+    from kubeflow.training import models
+
+    if kind.startswith("list["):
+        if not isinstance(value, list):
+            raise ConfigError(f"{_where(path)}: a list expected, got {type(value).__name__}")
+        return [_read(item, kind[5:-1], (*path, i)) for i, item in enumerate(value)]
+    if kind.startswith("dict("):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{_where(path)}: a mapping expected, got {type(value).__name__}")
+        inner = kind[5:-1].split(", ", 1)[1]
+        return {key: _read(item, inner, (*path, key), in_map=True) for key, item in value.items()}
+    if kind in _OPAQUE:
+        return value
+    if kind in _SCALARS:
+        allowed = (str, int, float) if kind == "str" and in_map else _SCALARS[kind]  # labels, quantities: 1 or "1"
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            raise ConfigError(f"{_where(path)}: {value!r} is not of type {kind}")
+        return value
+    model = getattr(models, _RENAMED.get(kind, kind))
+    if not isinstance(value, dict):
+        raise ConfigError(f"{_where(path)}: a mapping expected ({kind}), got {type(value).__name__}")
+    fields = {model.attribute_map[attr]: (attr, type_) for attr, type_ in model.openapi_types.items()}
+    built = {}
+    for key, item in value.items():
+        if key not in fields:
+            raise ConfigError(f"{_where((*path, key))}: unknown field (the published model {model.__name__} has "
+                              f"{', '.join(sorted(fields))})")  # fmt: skip
+        if item is None:
+            continue
+        if key in _ENUMS and model.__name__.startswith("KubeflowOrgV1") and item not in _ENUMS[key]:
+            raise ConfigError(f"{_where((*path, key))}: {item!r} is not one of {', '.join(sorted(_ENUMS[key]))}")
+        built[fields[key][0]] = _read(item, fields[key][1], (*path, key))
+        if key in _MINIMA and model.__name__.startswith("KubeflowOrgV1") and item < _MINIMA[key]:
+            raise ConfigError(f"{_where((*path, key))}: {item} is less than the minimum of {_MINIMA[key]}")
+    try:
+        return model(**built)
+    except ValueError as exc:  # the constructors' client-side validation: "Invalid value for `x`, must not be `None`"
+        attr = re.search(r"`(\w+)`", str(exc))
+        key = model.attribute_map.get(attr[1], attr[1]) if attr else "?"
+        raise ConfigError(f"{_where((*path, key))}: required, missing") from None
+
+
 def validate_manifest(manifest: dict[str, Any], kubernetes_version: str = "1.30.0") -> None:
     """Raise ``ConfigError`` naming the first problem: PyTorchJob fields, then each pod template."""
-    import jsonschema
     import kubernetes_validate
 
-    try:
-        jsonschema.validate(manifest, PYTORCHJOB_SCHEMA)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
-        raise ConfigError(f"PyTorchJob {where}: {exc.message}") from None
-    for role, replica in manifest["spec"]["pytorchReplicaSpecs"].items():
+    kind = manifest.get("kind")
+    if kind == "TrainJob":
+        raise ConfigError("a TrainJob, not a PyTorchJob; check it with `frugalrl trainjob validate FILE`")
+    if manifest.get("apiVersion") != f"{GROUP}/{VERSION}" or kind != "PyTorchJob":
+        raise ConfigError(f"PyTorchJob apiVersion/kind: {manifest.get('apiVersion')}/{kind}, not "
+                          f"{GROUP}/{VERSION}/PyTorchJob; render one with `frugalrl pytorchjob render`")  # fmt: skip
+    for key in ("metadata", "spec"):
+        if not isinstance(manifest.get(key), dict):
+            problem = "required, missing" if manifest.get(key) is None else "a mapping expected"
+            raise ConfigError(f"{_where((key,))}: {problem}")
+    check_name(manifest["metadata"].get("name"), "PyTorchJob", DNS_1123)
+    _read(manifest, "KubeflowOrgV1PyTorchJob", ())
+    specs = manifest["spec"]["pytorchReplicaSpecs"]
+    if "Master" not in specs or set(specs) - {"Master", "Worker"}:
+        raise ConfigError(f"{_where(('spec', 'pytorchReplicaSpecs'))}: {', '.join(specs) or 'nothing'}; "
+                          "a Master and, optionally, Workers")  # fmt: skip
+    for role, replica in specs.items():
         wrapped = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"{role.lower()}-template"},
-                   "template": replica["template"]}  # fmt: skip
+                   "template": replica.get("template") or {}}  # fmt: skip
         try:
             kubernetes_validate.validate(wrapped, kubernetes_version, strict=True)
         except kubernetes_validate.ValidationError as exc:
@@ -209,25 +196,4 @@ def validate_manifest(manifest: dict[str, Any], kubernetes_version: str = "1.30.
 
 def submit_pytorchjob(manifest: dict[str, Any], config_yaml: str, namespace: str, poll_s: float = 15.0) -> str:
     """Create the config's ConfigMap and the job through the Kubernetes API; wait for the job's end state."""
-    from kubernetes import client, config
-
-    validate_manifest(manifest)
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    name = manifest["metadata"]["name"]
-    config_map = manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["volumes"][0]["configMap"]
-    body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=config_map["name"]), data={"config.yaml": config_yaml})
-    client.CoreV1Api().create_namespaced_config_map(namespace, body)
-    api = client.CustomObjectsApi()
-    api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, manifest)
-    while True:
-        job = api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-        conditions = {c["type"]: c["status"] for c in job.get("status", {}).get("conditions", [])}
-        if conditions.get("Succeeded") == "True":
-            return name
-        if conditions.get("Failed") == "True":
-            raise PipelineFailed(f"PyTorchJob {namespace}/{name} failed; see `kubectl -n {namespace} logs -l "
-                                 f"training.kubeflow.org/job-name={name}`")  # fmt: skip
-        time.sleep(poll_s)
+    return trainjob.submit_job(manifest, config_yaml, namespace, poll_s)
