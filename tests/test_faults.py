@@ -360,7 +360,6 @@ def test_a_tracking_server_that_comes_back_mid_run_gets_everything_without_sync(
     port = _free_port()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{port}")
     monkeypatch.setattr(runs, "FLUSH_SECONDS", 0.0)  # every update is sent at once
-    monkeypatch.setattr(runs, "RECONNECT_SECONDS", 0.0)  # and, while away, every flush asks whether it is back
     servers = [_start_server(tmp_path, port)]
 
     def away_from_3_to_6(learner, metrics) -> None:
@@ -370,7 +369,9 @@ def test_a_tracking_server_that_comes_back_mid_run_gets_everything_without_sync(
         elif learner.update == 6 and len(servers) == 2:
             servers.append(_start_server(tmp_path, port))  # the same store: the run is still there
 
-    config = tiny_config(tracking={"enabled": True, "timeout_s": 2, "retries": 0}, ppo={"total_timesteps": 2048})
+    # while away, every flush asks whether it is back (tracking.reconnect_s: 30 s by default)
+    tracking = {"enabled": True, "timeout_s": 2, "retries": 0, "reconnect_s": 0.01}
+    config = tiny_config(tracking=tracking, ppo={"total_timesteps": 2048})
     out = tmp_path / "run"
     try:
         summary = train(config, out, interactive=False, on_update=away_from_3_to_6)
@@ -394,3 +395,37 @@ def test_a_tracking_server_that_comes_back_mid_run_gets_everything_without_sync(
         assert len(_metric_steps(client, summary["mlflow_run_id"], "policy_loss")) == len(updates)
     finally:
         _kill(server)
+
+
+def test_a_replay_cut_short_resumes_after_what_it_sent(tmp_path, monkeypatch):
+    """The store goes away again in the middle of sending what waited: the next replay sends only the
+    rest (2,500 metrics go in three batches; the second batch fails the first time)."""
+    import mlflow
+
+    from frugalrl.tracking import offline
+
+    sent_batches: list[list[int]] = []
+    failures = [1]  # the second batch of the first replay
+
+    class Client:
+        def log_batch(self, run_id, metrics):
+            if len(sent_batches) == 1 and failures:
+                failures.pop()
+                raise ConnectionError("the store went away again")
+            sent_batches.append([m.step for m in metrics])
+
+        def set_terminated(self, run_id, status):
+            sent_batches.append([status])
+
+    monkeypatch.setattr(mlflow, "MlflowClient", Client)
+    entries = [{"kind": "metrics", "metrics": [["loss", 1.0, 0, step] for step in range(2500)]},
+               {"kind": "end", "status": "FINISHED"}]  # fmt: skip
+    (tmp_path / offline.OFFLINE_FILE).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    with pytest.raises(ConnectionError):
+        offline.replay("run", offline.pending(tmp_path), tmp_path)
+    offline.replay("run", offline.pending(tmp_path), tmp_path)
+    steps = [step for batch in sent_batches[:-1] for step in batch]
+    assert steps == list(range(2500)) and sent_batches[-1] == ["FINISHED"]  # each once, in order
+    assert not (tmp_path / offline.OFFLINE_FILE).exists()
+    synced = [json.loads(line) for line in (tmp_path / offline.SYNCED_FILE).read_text().splitlines()]
+    assert sum(len(e["metrics"]) for e in synced if e["kind"] == "metrics") == 2500

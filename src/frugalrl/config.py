@@ -587,6 +587,9 @@ class TrackingConfig(_Strict):
     log_model: bool = True
     timeout_s: float = Field(10.0, gt=0, le=600, description="one request to an MLflow server, at most")
     retries: int = Field(2, ge=0, le=10, description="retries of a failed request (1 s, 2 s, ... apart)")
+    reconnect_s: float = Field(
+        30.0, gt=0, le=3600, description="while the server is away, how often a run asks whether it is back"
+    )
 
 
 class SearchDimension(_Strict):
@@ -916,6 +919,7 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("latent", "world_model", "gate_min_auc"): 0.8,
     ("latent", "world_model", "gate_events_tolerance"): 0.25,
     ("tuning", "round_size"): 4,
+    ("tracking", "reconnect_s"): 30.0,
 }
 
 

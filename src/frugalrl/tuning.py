@@ -36,7 +36,7 @@ STORAGE_ENV = "OPTUNA_STORAGE"
 def storage_for(config: ExperimentConfig, out: Path) -> Any:
     """The Optuna storage this tuning run shares with its sibling workers."""
     import optuna
-    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     tuning = config.tuning
@@ -50,8 +50,9 @@ def storage_for(config: ExperimentConfig, out: Path) -> Any:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return RDBStorage(
+                return _patient_storage(
                     url,
+                    engine_kwargs={"pool_pre_ping": True},  # a connection the database dropped is not reused
                     heartbeat_interval=tuning.heartbeat_s,
                     grace_period=3 * tuning.heartbeat_s,
                     heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=tuning.max_retry),
@@ -63,6 +64,43 @@ def storage_for(config: ExperimentConfig, out: Path) -> Any:
         f"Optuna storage {url.split('@')[-1]} is unusable ({shown(str(last).splitlines()[0])[:120]}); "
         f"check {STORAGE_ENV} / tuning.storage"
     ) from None
+
+
+DATABASE_PATIENCE_S = 120.0  # how long a storage call waits out a database that is restarting
+
+
+def _patient_storage(url: str, **kwargs: Any) -> Any:
+    """Optuna's RDBStorage, except that a call failing because the database went away (a restart, a
+    failover) is tried again for up to ``DATABASE_PATIENCE_S`` instead of ending the worker. Without
+    it a restart of PostgreSQL stopped both tuning workers mid-study (tests/test_soak.py); the heartbeat
+    thread goes through it too, so a live trial is not declared dead and run twice."""
+    import functools
+
+    from optuna.exceptions import StorageInternalError
+    from optuna.storages import RDBStorage
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    transient = (StorageInternalError, OperationalError, InterfaceError)
+
+    def patiently(call: Any, *args: Any, **kw: Any) -> Any:
+        deadline = time.monotonic() + DATABASE_PATIENCE_S
+        while True:
+            try:
+                return call(*args, **kw)
+            except transient:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+
+    class PatientRDBStorage(RDBStorage):
+        def __getattribute__(self, name: str) -> Any:
+            attribute = super().__getattribute__(name)
+            # the public calls (each its own session), not the helpers inside one
+            if callable(attribute) and (not name.startswith("_") or name in ("_get_trials", "_get_stale_trial_ids")):
+                return functools.partial(patiently, attribute)
+            return attribute
+
+    return PatientRDBStorage(url, **kwargs)
 
 
 def suggest(trial: Any, space: dict[str, SearchDimension]) -> list[str]:
@@ -189,16 +227,23 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
         if len(counted(study.get_trials(deepcopy=False))) < tuning.trials:
             study.optimize(objective, callbacks=callbacks, catch=(ConfigError, TrainingDiverged))
 
+    run_id = None
     if config.tracking.enabled:
-        from optuna_integration import MLflowCallback
+        import mlflow
 
-        from frugalrl.tracking import RunTracker, check_tracking
+        from frugalrl.tracking import RunTracker
+        from frugalrl.tracking.trials import TrialLogger
 
-        with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}", pipeline_run_id=pipeline_run_id):
-            log_trial = MLflowCallback(tracking_uri=check_tracking(), metric_name=tuning.metric,
-                                       create_experiment=False, mlflow_kwargs={"nested": True})  # fmt: skip
-            callbacks.append(lambda study, trial: None if trial.user_attrs.get("surplus") else log_trial(study, trial))
+        # the worker's run keeps what the store missed in OUT (`frugalrl sync OUT` sends it, via best.json)
+        with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}", pipeline_run_id=pipeline_run_id,
+                        buffer_dir=out) as tracker:  # fmt: skip
+            run_id = tracker.run_id
+            experiment = mlflow.get_experiment_by_name(config.tracking.experiment)
+            log_trials = TrialLogger(tracker.run_id, experiment.experiment_id, tuning.metric,
+                                     config.tracking.reconnect_s)  # fmt: skip
+            callbacks.append(log_trials)
             run()
+            log_trials.finish()
     else:
         run()
     best = best_trial(study)
@@ -213,6 +258,7 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
         "best_run_dir": best.user_attrs.get("run_dir"),
         "trials": {state.name.lower(): sum(t.state == state for t in trials) for state in TrialState},
         "waited_s": round(sum(t.user_attrs.get("waited_s", 0.0) for t in trials), 3),
+        "mlflow_run_id": run_id,  # this worker's run
     }
     from frugalrl.rundir import write_json
 

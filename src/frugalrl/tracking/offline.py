@@ -3,13 +3,15 @@
 When the MLflow store stops answering mid-run, ``RunTracker`` keeps training going and appends
 what it could not send (metrics, artifacts, tags, the policy model, the run's end) to
 ``RUN_DIR/mlflow_offline.jsonl``, one JSON entry per line. ``sync_run_dir`` (``frugalrl sync
-RUN_DIR``) replays the entries in order once the store answers again, then renames the file to
-``mlflow_offline.synced.jsonl`` (kept: it says what was late). A run killed while MLflow still
+RUN_DIR``), or the run itself when the store comes back during it, replays the entries in order;
+each one sent moves to ``mlflow_offline.synced.jsonl`` (kept: it says what was late), so a replay
+cut short sends nothing twice. A run killed while MLflow still
 shows it RUNNING is marked KILLED by the same command.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -42,9 +44,9 @@ def pending(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _run_id(run_dir: Path) -> str | None:
-    summary = run_dir / "summary.json"
-    if summary.is_file():
-        return json.loads(summary.read_text()).get("mlflow_run_id")
+    for written in ("summary.json", "best.json"):  # a training's, a tuning worker's
+        if (run_dir / written).is_file():
+            return json.loads((run_dir / written).read_text()).get("mlflow_run_id")
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.is_file():
         from frugalrl.checkpoint import load_checkpoint
@@ -54,20 +56,27 @@ def _run_id(run_dir: Path) -> str | None:
 
 
 def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[str, int]:
-    """Send ``entries`` to the MLflow run ``run_id``; counts of what was sent, by kind."""
+    """Send ``entries`` to the MLflow run ``run_id``, in order; counts of what was sent, by kind.
+
+    Each entry (each batch of at most 1,000 metrics) moves from the offline file to the synced one as
+    soon as it is sent, so a replay cut short by the store going away again resumes after the last
+    thing sent and sends nothing twice. The offline file is gone once everything is sent."""
     from mlflow import MlflowClient
     from mlflow.entities import Metric
 
     client = MlflowClient()
     sent = {"metrics": 0, "artifacts": 0, "tags": 0, "policy": 0, "end": 0}
-    for entry in entries:
-        kind = entry["kind"]
+    queue = list(entries)
+    while queue:
+        entry, kind = queue[0], queue[0]["kind"]
         if kind == "metrics":
-            metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in entry["metrics"]]
-            for start in range(0, len(metrics), 1000):
-                client.log_batch(run_id, metrics=metrics[start : start + 1000])
-            sent["metrics"] += len(metrics)
-        elif kind == "artifact":
+            batch, rest = entry["metrics"][:1000], entry["metrics"][1000:]
+            client.log_batch(run_id, metrics=[Metric(key, value, stamp, step) for key, value, stamp, step in batch])
+            sent["metrics"] += len(batch)
+            done, queue = {**entry, "metrics": batch}, ([{**entry, "metrics": rest}] if rest else []) + queue[1:]
+            _moved(run_dir, done, queue)
+            continue
+        if kind == "artifact":
             client.log_artifact(run_id, entry["path"], artifact_path=entry.get("artifact_path"))
             sent["artifacts"] += 1
         elif kind == "tags":
@@ -80,7 +89,22 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
         elif kind == "end":
             client.set_terminated(run_id, status=entry["status"])
             sent["end"] += 1
+        queue = queue[1:]
+        _moved(run_dir, entry, queue)
     return sent
+
+
+def _moved(run_dir: Path, sent: dict[str, Any], left: list[dict[str, Any]]) -> None:
+    """``sent`` goes to the synced file (kept: it says what was late); the offline file keeps ``left``."""
+    from frugalrl.checkpoint import atomic_write_bytes
+
+    run_dir = Path(run_dir)
+    with (run_dir / SYNCED_FILE).open("a") as handle:
+        handle.write(json.dumps(sent) + "\n")
+    if left:
+        atomic_write_bytes(run_dir / OFFLINE_FILE, "".join(json.dumps(e) + "\n" for e in left).encode())
+    else:
+        (run_dir / OFFLINE_FILE).unlink(missing_ok=True)
 
 
 def _log_policy_late(run_id: str, run_dir: Path) -> None:
@@ -96,7 +120,9 @@ def _log_policy_late(run_id: str, run_dir: Path) -> None:
     env = make_vec_env(config.env.model_copy(update={"num_envs": 1}), training=False)
     example, _ = env.reset(seed=config.seed)
     env.close()
-    with mlflow.start_run(run_id=run_id):
+    active = mlflow.active_run()  # the run itself, sending what waited when its store came back
+    same = active is not None and active.info.run_id == run_id
+    with contextlib.nullcontext() if same else mlflow.start_run(run_id=run_id):
         uri = RunTracker.log_model(policy, example[:1].astype("float32") if example.dtype != "uint8" else example[:1])
     summary_path = run_dir / "summary.json"
     if summary_path.is_file():
@@ -126,8 +152,6 @@ def sync_run_dir(run_dir: Path) -> str:
         raise TrackingError(f"MLflow run {run_id} of {run_dir} cannot be read ({reason}); check the store") from None
     entries = pending(run_dir)
     sent = replay(run_id, entries, run_dir) if entries else {}
-    if entries:
-        (run_dir / OFFLINE_FILE).replace(run_dir / SYNCED_FILE)
     killed = not (run_dir / "summary.json").is_file() and not sent.get("end") and status == "RUNNING"
     if killed:  # the process died without ending its run: say so in MLflow
         client.set_terminated(run_id, status="KILLED")

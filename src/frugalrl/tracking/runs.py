@@ -20,7 +20,6 @@ from frugalrl.tracking.store import check_tracking
 
 FLUSH_METRICS = 2000  # queued metric values that trigger a send
 FLUSH_SECONDS = 10.0  # or seconds since the last send: MLflow's UI lags by at most this
-RECONNECT_SECONDS = 30.0  # while the store is away, how often a flush asks whether it is back
 
 
 class RunTracker:
@@ -98,6 +97,8 @@ class RunTracker:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         status = "FINISHED" if exc_type is None else "FAILED"
+        if self.offline:  # one more try, whenever it last asked: the run's end is worth sending now
+            self._back(now=True)
         try:
             self.flush()
         finally:
@@ -138,21 +139,22 @@ class RunTracker:
         with contextlib.suppress(Exception):  # the store is already known to be away
             call(*args)
 
-    def _back(self) -> bool:
-        """While offline, at most every RECONNECT_SECONDS: does the store answer again? Then send what waited."""
-        if time.monotonic() - self._offline_checked < RECONNECT_SECONDS:
+    def _back(self, now: bool = False) -> bool:
+        """While offline, at most every ``tracking.reconnect_s`` (``now``: at once): does the store answer
+        again? Then send what waited."""
+        if not now and time.monotonic() - self._offline_checked < self.config.tracking.reconnect_s:
             return False
         self._offline_checked = time.monotonic()
         try:
             if self.uri.startswith(("http://", "https://")):
-                urllib.request.urlopen(f"{self.uri.rstrip('/')}/health", timeout=2).close()
-            from frugalrl.tracking.offline import OFFLINE_FILE, SYNCED_FILE, pending, replay
+                # as patient as any request: a loaded server answers its health check slowly too
+                urllib.request.urlopen(f"{self.uri.rstrip('/')}/health", timeout=self.config.tracking.timeout_s).close()
+            from frugalrl.tracking.offline import pending, replay
 
             assert self.buffer_dir is not None and self.run_id is not None
-            replay(self.run_id, pending(self.buffer_dir), self.buffer_dir)
+            replay(self.run_id, pending(self.buffer_dir), self.buffer_dir)  # what it sent is not sent again
         except Exception:
             return False
-        (self.buffer_dir / OFFLINE_FILE).replace(self.buffer_dir / SYNCED_FILE)
         self.offline = False
         print(f"MLflow store {self.uri} answers again; what waited was sent", file=sys.stderr)
         return True
