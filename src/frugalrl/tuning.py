@@ -10,11 +10,12 @@ Storage (one study shared by every worker): ``OPTUNA_STORAGE`` if set (Postgres 
 cluster: ``postgresql://user@host/db``), else ``tuning.storage``, else ``DIR/optuna.db``
 (sqlite). A path ending in ``.log`` is a journal file. Database storages run a heartbeat: a
 worker that dies mid-trial leaves a trial that the next worker marks failed and re-queues with
-the same parameters (``RetryHeartbeatStaleTrialCallback``), so no trial is lost. ``tuning.trials``
-counts finished trials (complete or pruned) across all workers.
+the same parameters (``RetryHeartbeatStaleTrialCallback``), so no trial is lost. A study holds
+exactly ``tuning.trials`` counted trials across all workers (``tuning_rounds.counted``).
 
-With tracking on, ``optuna_integration.MLflowCallback`` logs one MLflow run per trial (its
-parameters and value), nested under this worker's tuning run.
+With tracking on, ``frugalrl.tracking.trials.TrialLogger`` logs one MLflow run per trial (its
+parameters and value), nested under this worker's tuning run, exactly once even when the server
+is away as a trial ends.
 """
 
 from __future__ import annotations
