@@ -94,6 +94,26 @@ def test_ctrl_c_inside_a_command_is_the_message_and_130(monkeypatch, capsys):
     assert capsys.readouterr().err.splitlines() == ["interrupted; files this command finished writing are kept"]
 
 
+def test_ctrl_c_while_the_command_loads_is_the_same_line(monkeypatch, capsys):
+    """The console script (``frugalrl.__main__.run``) guards the import of the command too."""
+    import builtins
+
+    import frugalrl.__main__ as entry
+
+    real_import = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "frugalrl.cli":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        entry.run()
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err.splitlines() == ["interrupted; files this command finished writing are kept"]
+
+
 def test_a_usage_error_is_one_line_naming_the_help(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["train", "--no-such-option"])

@@ -1,6 +1,20 @@
-"""``python -m frugalrl ARGS``: the ``frugalrl`` command without its console script (torchrun workers, images)."""
+"""``python -m frugalrl ARGS`` and the ``frugalrl`` console script: the command, Ctrl-C included.
 
-from frugalrl.cli import main
+Importing the command takes a moment (typer, click); a Ctrl-C that lands then is the same one line
+and exit code 130 as one that lands while a command runs (``frugalrl.cli.main``), not a traceback.
+"""
+
+import sys
+
+
+def run() -> None:
+    try:
+        from frugalrl.cli import main
+    except KeyboardInterrupt:
+        print("interrupted; files this command finished writing are kept", file=sys.stderr)
+        sys.exit(130)
+    main()
+
 
 if __name__ == "__main__":
-    main()
+    run()
