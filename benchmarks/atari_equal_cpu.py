@@ -97,12 +97,18 @@ def curve(run_dir: Path) -> list[list[float]]:
     return points[::stride] + ([points[-1]] if points and (len(points) - 1) % stride else [])
 
 
+def step_cap(variant: str, args: argparse.Namespace) -> int:
+    """The run's step budget (its learning-rate schedule's length): the CPU budget at the variant's rate."""
+    rate = {**STEPS_PER_CPU_S, **getattr(args, "steps_per_cpu_s", {})}[variant]
+    return int(args.cpu_budget_s * rate)
+
+
 def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdir: Path) -> dict:
     """One ``frugalrl train`` at the CPU budget; its row (kept by the caller)."""
     out = workdir / f"{game.split('/')[-1]}-{variant}-{seed}"
     sets = [f"env.id={game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}", "threads=1",
             f"{'ppo.total_timesteps' if variant == 'pixel' else 'total_real_steps'}"
-            f"={int(args.cpu_budget_s * STEPS_PER_CPU_S[variant])}",
+            f"={step_cap(variant, args)}",
             f"eval.episodes={args.eval_episodes}", "tracking.enabled=false", *OVERRIDES[variant]]  # fmt: skip
     if variant != "pixel":
         sets.append(f"latent.encoder_from={args.encoder}")
@@ -129,6 +135,7 @@ def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdi
         "eval_cpu_s": summary["eval_cpu_s"],
         "process_cpu_s": round(process_cpu_s, 1),
         "stopped_by_cpu_budget": summary.get("stopped_by_cpu_budget"),
+        "step_cap": step_cap(variant, args),
         "per_run_flops": summary.get("per_run_flops", summary.get("total_flops")),
         "curve": points,
         **{k: summary[k] for k in ("wm_reward_auc", "wm_imagined_events", "wm_real_events") if k in summary},
@@ -156,8 +163,13 @@ def run(args: argparse.Namespace) -> list[dict]:
                                        eval_episodes=args.eval_episodes)  # fmt: skip
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="atari-equal-cpu-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    done = {(r["game"], r["variant"], r["seed"]) for r in _report.read_rows(args.results)
-            if r.get("cpu_budget_s") == args.cpu_budget_s and r.get("protocol") == PROTOCOL}  # fmt: skip
+    done = {
+        (r["game"], r["variant"], r["seed"])
+        for r in _report.read_rows(args.results)
+        if r.get("cpu_budget_s") == args.cpu_budget_s
+        and r.get("protocol") == PROTOCOL
+        and r.get("stopped_by_cpu_budget")
+    }  # fmt: skip  (a run its step cap ended is run again)
     # Seed by seed, the variants alternating within a seed (A B A B): a stopped comparison leaves whole pairs.
     # With --workers 2 the two contenders of a pair run at once, one per core, and share the machine alike.
     jobs = [(game, variant, seed) for seed in args.seeds for game in args.games for variant in args.variants]
@@ -214,18 +226,31 @@ def _ci(point: float, low: float, high: float, fmt: str = "{:.2f}", runs: int = 
     return f"{fmt.format(point)} [{fmt.format(low)}, {fmt.format(high)}]"
 
 
-def latest(rows: list[dict]) -> list[dict]:
-    """The full-game rows at the newest budget, the newest row of every (game, variant, seed)."""
+def latest(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The full-game rows at the newest budget, the newest row of every (game, variant, seed); and apart,
+    the runs whose step cap ended them before the CPU budget did (not equal-CPU runs: not compared)."""
     rows = [r for r in rows if r.get("protocol") == PROTOCOL]
     if not rows:
-        return []
+        return [], []
     budget = rows[-1]["cpu_budget_s"]
-    newest = {(r["game"], r["variant"], r["seed"]): r for r in rows if r["cpu_budget_s"] == budget}
-    return list(newest.values())
+    at_budget = [r for r in rows if r["cpu_budget_s"] == budget]
+    newest = {(r["game"], r["variant"], r["seed"]): r for r in at_budget if r.get("stopped_by_cpu_budget")}
+    capped = [r for r in at_budget if not r.get("stopped_by_cpu_budget")]
+    return list(newest.values()), capped
+
+
+def capped_lines(capped: list[dict]) -> list[str]:
+    if not capped:
+        return []
+    runs = "; ".join(f"{r['game'].split('/')[-1]} {r['variant']} seed {r['seed']}: {r['real_steps']:,} steps "
+                     f"in {r['train_cpu_s']:,.0f} CPU-s, score {r['score']:.2f}" for r in capped)  # fmt: skip
+    return [f"Not compared: {len(capped)} run(s) ended at their step cap before the CPU budget (a host faster "
+            f"than the caps assumed; the caps were raised with --steps-per-cpu-s and the seeds run again): "
+            f"{runs}.", ""]  # fmt: skip
 
 
 def render(rows: list[dict], results: Path) -> str:
-    rows = latest(rows)
+    rows, capped = latest(rows)
     if not rows:
         return _report.no_rows("atari_equal_cpu")
     budget = rows[-1]["cpu_budget_s"]
@@ -270,7 +295,8 @@ def render(rows: list[dict], results: Path) -> str:
         ["game", "contender", "runs", "score IQM [95% CI]", "human-norm. IQM [95% CI]", "per-seed scores",
          "real steps", "training CPU-s", "evaluation CPU-s", "random / human"], table))  # fmt: skip
     lines += ["", *aggregate_lines(by, games, variants), *threshold_lines(by, games, variants)]
-    lines += ["", *target_lines(by, intervals, games), "", *encoder_lines(rows), *_report.rows_lines(rows, results)]
+    lines += ["", *target_lines(by, intervals, games), "", *capped_lines(capped), *encoder_lines(rows),
+              *_report.rows_lines(rows + capped, results)]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -381,6 +407,11 @@ def main() -> None:
     parser.add_argument("--workdir", help="where the runs go (default: a temporary folder)")
     parser.add_argument("--workers", type=int, default=1, help="runs at a time (CPU-seconds are each run's own)")
     parser.add_argument("--redo", action="store_true", help="run again what has a kept row at this budget")
+    parser.add_argument(
+        "--steps-per-cpu-s", nargs="+", default=[], metavar="VARIANT=N",
+        help="a variant's step cap per CPU-second, for a host faster than STEPS_PER_CPU_S assumes (a run its "
+        "cap ends before the budget is not compared)",
+    )  # fmt: skip
     _report.add_output_args(parser, "atari_equal_cpu")
     args = parser.parse_args()
     if args.encoder and not args.report_only:  # a relative path means the caller's; it must exist before hours of runs
@@ -391,9 +422,15 @@ def main() -> None:
         args.encoder = str(Path(args.encoder).resolve())  # rows name it repo-relative (_report.portable)
     if any(v != "pixel" for v in args.variants) and not args.encoder and not args.report_only:
         parser.error("latent variants need --encoder (make it with latent_vs_pixel.py --encoder-only)")
+    try:  # VARIANT=N pairs
+        args.steps_per_cpu_s = {k: float(v) for k, v in (item.split("=", 1) for item in args.steps_per_cpu_s)}
+    except ValueError:
+        parser.error("--steps-per-cpu-s takes VARIANT=N pairs, e.g. pixel=260 real=1370")
+    if set(args.steps_per_cpu_s) - set(STEPS_PER_CPU_S):
+        parser.error(f"--steps-per-cpu-s: variants are {sorted(STEPS_PER_CPU_S)}")
     rows = _report.read_rows(args.results) if args.report_only else run(args)
     if args.write and rows:
-        plot_curves(latest(rows))
+        plot_curves(latest(rows)[0])
     _report.emit("atari_equal_cpu", render(rows, args.results) if rows else _report.no_rows("atari_equal_cpu"), args)
 
 

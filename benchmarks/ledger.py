@@ -337,7 +337,7 @@ def latent_equal_cpu() -> Finding:
     """The latent policy and the curriculum against pixel PPO at equal CPU-seconds, full games."""
     from atari_equal_cpu import latest
 
-    rows = latest(rows_of("atari_equal_cpu"))
+    rows, _ = latest(rows_of("atari_equal_cpu"))  # runs their step cap ended are not equal-CPU runs
     if not rows:
         return no_rows("atari_equal_cpu", EQUAL_CPU_COMMAND)
     parts, above, below, fewest = [], [], [], None
