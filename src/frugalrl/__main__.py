@@ -8,10 +8,12 @@ import sys
 
 
 def run() -> None:
+    from frugalrl.errors import INTERRUPTED  # a few lines, no imports: ready before the command loads
+
     try:
         from frugalrl.cli import main
     except KeyboardInterrupt:
-        print("interrupted; files this command finished writing are kept", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         sys.exit(130)
     main()
 

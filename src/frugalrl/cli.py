@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from frugalrl.errors import FrugalError
+from frugalrl.errors import INTERRUPTED, FrugalError
 
 # eval.episodes' bound (frugalrl.config.MAX_EVAL_EPISODES, not imported: the CLI starts without pydantic)
 MAX_EVAL_EPISODES = 10_000
@@ -793,7 +793,7 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, typer.Abort):
         code = 130
     if code == 130:  # typer (0.16 and later) turns Ctrl-C into this return code, silently
-        print("interrupted; files this command finished writing are kept", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
     if isinstance(code, int) and code != 0:
         sys.exit(code)
 

@@ -7,6 +7,9 @@ is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+# What Ctrl-C before training prints (frugalrl.cli.main, and frugalrl.__main__ while the command loads)
+INTERRUPTED = "interrupted; files this command finished writing are kept"
+
 
 class FrugalError(Exception):
     """An error the user can fix; the message names the problem and the fix."""
