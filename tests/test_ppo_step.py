@@ -10,7 +10,8 @@ import torch
 
 from frugalrl.algos.fused_mlp import FusedMLPStep, fused_unsupported
 from frugalrl.algos.optim_step import ClipAndStep
-from frugalrl.algos.ppo_step import EagerStep, Minibatch, make_step
+from frugalrl.algos.ppo_step import EagerStep, Minibatch
+from frugalrl.algos.step_kinds import make_step
 from frugalrl.config import PolicyConfig, PPOConfig
 
 from .conftest import tiny_config

@@ -11,7 +11,7 @@ import yaml
 
 from frugalrl.cli import main
 from frugalrl.errors import ConfigError, PipelineFailed
-from frugalrl.fusion import trainjob
+from frugalrl.fusion import jobs, trainjob
 from frugalrl.fusion.trainjob import torchrun_command, trainjob_manifest, validate_trainjob
 
 from .conftest import REPO
@@ -144,13 +144,13 @@ def test_one_torchrun_entry_point_for_the_cluster_and_for_one_machine(monkeypatc
 
 
 def test_the_pipeline_stage_renders_either_kind_trainjob_by_default():
-    job = trainjob.distributed_manifest("TrainJob", "r", "cfg", 2, IMAGE, tolerations=trainjob.GPU_TOLERATIONS)
-    legacy = trainjob.distributed_manifest("PyTorchJob", "r", "cfg", 2, IMAGE, tolerations=trainjob.GPU_TOLERATIONS)
+    job = jobs.distributed_manifest("TrainJob", "r", "cfg", 2, IMAGE, tolerations=trainjob.GPU_TOLERATIONS)
+    legacy = jobs.distributed_manifest("PyTorchJob", "r", "cfg", 2, IMAGE, tolerations=trainjob.GPU_TOLERATIONS)
     assert (job["kind"], legacy["kind"]) == ("TrainJob", "PyTorchJob") and trainjob.KINDS[0] == "TrainJob"
     pod = legacy["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert pod["command"] == job["spec"]["trainer"]["command"]  # the same entry point
     with pytest.raises(ConfigError, match="one of TrainJob, PyTorchJob"):
-        trainjob.distributed_manifest("MPIJob", "r", "cfg", 2, IMAGE)
+        jobs.distributed_manifest("MPIJob", "r", "cfg", 2, IMAGE)
 
 
 def test_the_production_dag_passes_the_job_kind_to_the_distributed_stage(tmp_path):
@@ -186,7 +186,7 @@ class _Cluster:
 def test_submit_creates_the_config_and_the_job_and_follows_it(kind, monkeypatch):
     from kubernetes import client, config
 
-    job = trainjob.distributed_manifest(kind, "r", "r-config", 2, IMAGE)
+    job = jobs.distributed_manifest(kind, "r", "r-config", 2, IMAGE)
     done = {"TrainJob": "Complete", "PyTorchJob": "Succeeded"}[kind]
     for conditions, failed in (([{"type": done, "status": "True"}], False), ([{"type": "Failed", "status": "True"}],
                                                                              True)):  # fmt: skip
@@ -196,9 +196,9 @@ def test_submit_creates_the_config_and_the_job_and_follows_it(kind, monkeypatch)
         monkeypatch.setattr(client, "CustomObjectsApi", lambda cluster=cluster: cluster)
         if failed:
             with pytest.raises(PipelineFailed, match=f"{kind} ns/r failed"):
-                trainjob.submit_job(job, "seed: 1\n", "ns", poll_s=0)
+                jobs.submit_job(job, "seed: 1\n", "ns", poll_s=0)
         else:
-            assert trainjob.submit_job(job, "seed: 1\n", "ns", poll_s=0) == "r"
+            assert jobs.submit_job(job, "seed: 1\n", "ns", poll_s=0) == "r"
         plural = {"TrainJob": "trainjobs", "PyTorchJob": "pytorchjobs"}[kind]
         assert cluster.created[0] == ("ConfigMap", "ns", "r-config", {"config.yaml": "seed: 1\n"})
         assert cluster.created[1][:2] == (plural, "ns")

@@ -93,7 +93,7 @@ def train_distributed_step(
 
     import mlflow
 
-    from frugalrl.fusion.trainjob import distributed_manifest, submit_job
+    from frugalrl.fusion.jobs import distributed_manifest, submit_job
 
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     name = re.sub(r"[^a-z0-9-]", "-", f"{config.name}-{pipeline_run_id}".lower())[:63].strip("-")

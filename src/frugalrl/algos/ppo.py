@@ -26,7 +26,8 @@ from torch import nn
 from frugalrl.algos.base import LearnerBase
 from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.optim_step import ClipAndStep
-from frugalrl.algos.ppo_step import STAT_NAMES, Minibatch, PPOStep, make_step
+from frugalrl.algos.ppo_step import STAT_NAMES, Minibatch, PPOStep
+from frugalrl.algos.step_kinds import make_step
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter, StepCounter, count_real_steps
 from frugalrl.errors import TrainingDiverged

@@ -23,7 +23,6 @@ Numerically every kind computes the same loss and gradient up to float rounding
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,8 +31,6 @@ import torch
 
 from frugalrl.config import PPOConfig
 from frugalrl.nets.policy import ActorCritic, ActOutput
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -147,25 +144,3 @@ def inductor_available() -> str | None:
     if shutil.which("cc") is None and shutil.which("gcc") is None and shutil.which("g++") is None:
         return "no C/C++ compiler on PATH (inductor's CPU backend needs one)"
     return None
-
-
-def make_step(mode: str, policy: ActorCritic, hp: PPOConfig, device: torch.device) -> PPOStep:
-    """The step ``ppo.compile`` asks for, with a clean fallback and one log line when it cannot be had."""
-    from frugalrl.algos.fused_mlp import FusedMLPStep, fused_unsupported
-
-    if mode == "off":
-        return EagerStep(policy, hp)
-    if mode == "auto" and device.type != "cpu":
-        return EagerStep(policy, hp)
-    if mode in ("fused", "auto"):
-        why = fused_unsupported(policy)
-        if why is None:
-            return FusedMLPStep(policy, hp)
-        if mode == "fused":
-            log.warning("ppo.compile = fused is not possible here (%s); using the eager step", why)
-        return EagerStep(policy, hp)
-    why = inductor_available()  # mode == "inductor"
-    if why is not None:
-        log.warning("ppo.compile = inductor is not possible here (%s); using the eager step", why)
-        return EagerStep(policy, hp)
-    return InductorStep(policy, hp)

@@ -14,7 +14,7 @@ and Optuna connections from a Secret.
 key, a wrong type or a missing required field is named by its path. The models leave enums and
 bounds unchecked (plain strings and integers there), so those are checked here from the CRD; every
 replica's pod template is checked against the Kubernetes schemas (``kubernetes-validate``, strict).
-``submit_pytorchjob`` creates it through the Kubernetes API and follows it to Succeeded or Failed.
+``fusion.jobs.submit_job`` creates it through the Kubernetes API and follows it to Succeeded or Failed.
 """
 
 from __future__ import annotations
@@ -192,8 +192,3 @@ def validate_manifest(manifest: dict[str, Any], kubernetes_version: str = "1.30.
         except kubernetes_validate.ValidationError as exc:
             where = "/".join(str(p) for p in exc.path)
             raise ConfigError(f"PyTorchJob {role} pod template {where}: {exc.message}") from None
-
-
-def submit_pytorchjob(manifest: dict[str, Any], config_yaml: str, namespace: str, poll_s: float = 15.0) -> str:
-    """Create the config's ConfigMap and the job through the Kubernetes API; wait for the job's end state."""
-    return trainjob.submit_job(manifest, config_yaml, namespace, poll_s)

@@ -6,59 +6,52 @@
 - ``registry``: registration and the two promotion paths, sharing one champion routine;
 - ``artifacts``: ``resolve_artifact``, the one way from a path or MLflow URI to a local file.
 
-The names below stay importable from ``frugalrl.tracking`` for existing callers.
+The names below stay importable from ``frugalrl.tracking`` for existing callers. They are loaded on
+first use (PEP 562), so importing one submodule (``frugalrl.tracking.artifacts``) does not import the
+others: the package itself then adds no import edge, and no import cycle hides behind it.
 """
 
 from __future__ import annotations
 
-from frugalrl.tracking.artifacts import MLFLOW_PREFIXES, is_mlflow_uri, resolve_artifact
-from frugalrl.tracking.provenance import (
-    AUDITED_PACKAGES,
-    IMAGE_DIGEST_ENV,
-    PIPELINE_RUN_ENV,
-    git_commit,
-    git_dirty,
-    lineage_source,
-    lineage_tags,
-    package_versions,
-    pretrained_inputs,
-)
-from frugalrl.tracking.registry import (
-    challenge,
-    gate_promotion,
-    log_and_register,
-    promote_if_better,
-    register_model,
-    registry_client,
-    task_name,
-)
-from frugalrl.tracking.runs import RunTracker
-from frugalrl.tracking.store import check_tracking, tracking_uri
+import importlib
+from typing import Any
 
-fetch_artifact_file = resolve_artifact  # the old name: same arguments, now also accepts a local path
+_HOME = {  # name -> the submodule that defines it
+    **dict.fromkeys(["MLFLOW_PREFIXES", "is_mlflow_uri", "resolve_artifact"], "artifacts"),
+    **dict.fromkeys(
+        [
+            "AUDITED_PACKAGES",
+            "IMAGE_DIGEST_ENV",
+            "PIPELINE_RUN_ENV",
+            "git_commit",
+            "git_dirty",
+            "lineage_source",
+            "lineage_tags",
+            "package_versions",
+            "pretrained_inputs",
+        ],
+        "provenance",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        ["challenge", "gate_promotion", "log_and_register", "promote_if_better", "register_model", "task_name"],
+        "registry",
+    ),
+    "RunTracker": "runs",
+    **dict.fromkeys(["check_tracking", "registry_client", "tracking_uri"], "store"),
+}
+_OLD_NAMES = {"fetch_artifact_file": "resolve_artifact"}  # the old name: same arguments, now also a local path
 
-__all__ = [
-    "AUDITED_PACKAGES",
-    "IMAGE_DIGEST_ENV",
-    "MLFLOW_PREFIXES",
-    "PIPELINE_RUN_ENV",
-    "RunTracker",
-    "challenge",
-    "check_tracking",
-    "fetch_artifact_file",
-    "gate_promotion",
-    "git_commit",
-    "git_dirty",
-    "is_mlflow_uri",
-    "lineage_source",
-    "lineage_tags",
-    "log_and_register",
-    "package_versions",
-    "pretrained_inputs",
-    "promote_if_better",
-    "register_model",
-    "registry_client",
-    "resolve_artifact",
-    "task_name",
-    "tracking_uri",
-]
+__all__ = sorted([*_HOME, *_OLD_NAMES])
+
+
+def __getattr__(name: str) -> Any:
+    target = _OLD_NAMES.get(name, name)
+    if target not in _HOME:
+        raise AttributeError(f"module 'frugalrl.tracking' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"frugalrl.tracking.{_HOME[target]}"), target)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

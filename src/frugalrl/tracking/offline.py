@@ -16,7 +16,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from frugalrl.checkpoint import atomic_write_bytes, load_checkpoint
+from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import TrackingError
+from frugalrl.policy_store import load_policy_file
+from frugalrl.tracking.models import log_policy_model
+from frugalrl.tracking.store import check_tracking
 
 OFFLINE_FILE = "mlflow_offline.jsonl"
 SYNCED_FILE = "mlflow_offline.synced.jsonl"
@@ -49,8 +54,6 @@ def _run_id(run_dir: Path) -> str | None:
             return json.loads((run_dir / written).read_text()).get("mlflow_run_id")
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.is_file():
-        from frugalrl.checkpoint import load_checkpoint
-
         return load_checkpoint(checkpoint).get("mlflow_run_id")
     return None
 
@@ -96,8 +99,6 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
 
 def _moved(run_dir: Path, sent: dict[str, Any], left: list[dict[str, Any]]) -> None:
     """``sent`` goes to the synced file (kept: it says what was late); the offline file keeps ``left``."""
-    from frugalrl.checkpoint import atomic_write_bytes
-
     run_dir = Path(run_dir)
     with (run_dir / SYNCED_FILE).open("a") as handle:
         handle.write(json.dumps(sent) + "\n")
@@ -111,11 +112,6 @@ def _log_policy_late(run_id: str, run_dir: Path) -> None:
     """The run's policy.pt as its MLflow model, as the run would have logged it; summary.json gets its URI."""
     import mlflow
 
-    from frugalrl.checkpoint import atomic_write_bytes
-    from frugalrl.envs.factory import make_vec_env
-    from frugalrl.policy_store import load_policy_file
-    from frugalrl.tracking.runs import RunTracker
-
     policy, config = load_policy_file(run_dir)
     env = make_vec_env(config.env.model_copy(update={"num_envs": 1}), training=False)
     example, _ = env.reset(seed=config.seed)
@@ -123,7 +119,7 @@ def _log_policy_late(run_id: str, run_dir: Path) -> None:
     active = mlflow.active_run()  # the run itself, sending what waited when its store came back
     same = active is not None and active.info.run_id == run_id
     with contextlib.nullcontext() if same else mlflow.start_run(run_id=run_id):
-        uri = RunTracker.log_model(policy, example[:1].astype("float32") if example.dtype != "uint8" else example[:1])
+        uri = log_policy_model(policy, example[:1].astype("float32") if example.dtype != "uint8" else example[:1])
     summary_path = run_dir / "summary.json"
     if summary_path.is_file():
         summary = json.loads(summary_path.read_text())
@@ -134,8 +130,6 @@ def _log_policy_late(run_id: str, run_dir: Path) -> None:
 def sync_run_dir(run_dir: Path) -> str:
     """Send what ``run_dir`` kept while MLflow was away; mark a killed run KILLED. One line saying what was done."""
     import mlflow
-
-    from frugalrl.tracking.store import check_tracking
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

@@ -12,6 +12,8 @@ from typing import Any
 
 from frugalrl import __version__
 from frugalrl.config import ExperimentConfig
+from frugalrl.errors import TrackingError
+from frugalrl.tracking.store import registry_client
 
 # How a container step receives its pipeline run id from outside (the PyTorchJob pods set it);
 # in-process callers pass ``pipeline_run_id`` explicitly instead.
@@ -104,9 +106,6 @@ def pin_model_uri(uri: str) -> str:
     match = re.fullmatch(r"models:/([^/@]+)@([^/]+)", uri)
     if match is None:
         return uri
-    from frugalrl.errors import TrackingError
-    from frugalrl.tracking.registry import registry_client
-
     try:
         version = registry_client().get_model_version_by_alias(match.group(1), match.group(2)).version
     except TrackingError:

@@ -15,15 +15,7 @@ from typing import Any
 from frugalrl.config import ExperimentConfig, PromotionConfig
 from frugalrl.promotion import GateDecision, decide
 from frugalrl.tracking.runs import RunTracker
-from frugalrl.tracking.store import check_tracking
-
-
-def registry_client() -> Any:
-    import mlflow
-    from mlflow import MlflowClient
-
-    mlflow.set_tracking_uri(check_tracking())
-    return MlflowClient()
+from frugalrl.tracking.store import registry_client
 
 
 def task_name(env_id: str) -> str:

@@ -15,6 +15,8 @@ import numpy as np
 from frugalrl import __version__
 from frugalrl.config import ExperimentConfig, flatten
 from frugalrl.errors import TrackingError
+from frugalrl.tracking.models import log_policy_model
+from frugalrl.tracking.offline import OFFLINE_FILE, pending, record, replay
 from frugalrl.tracking.provenance import lineage_tags
 from frugalrl.tracking.store import check_tracking
 
@@ -118,8 +120,6 @@ class RunTracker:
         if self.buffer_dir is None:
             raise TrackingError(f"MLflow store {self.uri} failed while {doing} ({reason}); check the store") from None
         if not self.offline:
-            from frugalrl.tracking.offline import OFFLINE_FILE
-
             print(
                 f"warning: MLflow store {self.uri} stopped answering while {doing} ({reason}); training goes on, "
                 f"tracking waits in {self.buffer_dir / OFFLINE_FILE}: send it with `frugalrl sync {self.buffer_dir}`",
@@ -129,8 +129,6 @@ class RunTracker:
         self._offline_checked = time.monotonic()
 
     def _keep(self, entry: dict[str, Any]) -> None:
-        from frugalrl.tracking.offline import record
-
         assert self.buffer_dir is not None
         record(self.buffer_dir, entry)
 
@@ -149,8 +147,6 @@ class RunTracker:
             if self.uri.startswith(("http://", "https://")):
                 # as patient as any request: a loaded server answers its health check slowly too
                 urllib.request.urlopen(f"{self.uri.rstrip('/')}/health", timeout=self.config.tracking.timeout_s).close()
-            from frugalrl.tracking.offline import pending, replay
-
             assert self.buffer_dir is not None and self.run_id is not None
             replay(self.run_id, pending(self.buffer_dir), self.buffer_dir)  # what it sent is not sent again
         except Exception:
@@ -229,29 +225,5 @@ class RunTracker:
 
     @staticmethod
     def log_model(policy: Any, input_example: np.ndarray) -> str:
-        """The policy as an MLflow PyTorch model of the active run; its URI.
-
-        frugalrl's classes are pickled by value, so ``mlflow.pyfunc.load_model`` works in a
-        Python that has torch, numpy and mlflow but not frugalrl.
-        """
-        import cloudpickle
-        import mlflow.pytorch
-        import torch
-
-        import frugalrl
-
-        # Pickle format and explicit requirements: skips torch.export and a slow
-        # requirements-inference subprocess (together ~10 s per run on a small CPU).
-        requirements = [f"torch=={torch.__version__.split('+')[0]}", f"numpy=={np.__version__}"]
-        cloudpickle.register_pickle_by_value(frugalrl)
-        try:
-            info = mlflow.pytorch.log_model(
-                policy,
-                name="policy",
-                input_example=input_example,
-                serialization_format="pickle",
-                pip_requirements=requirements,
-            )
-        finally:
-            cloudpickle.unregister_pickle_by_value(frugalrl)
-        return info.model_uri
+        """The policy as an MLflow PyTorch model of the active run; its URI (``models.log_policy_model``)."""
+        return log_policy_model(policy, input_example)

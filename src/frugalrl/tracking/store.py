@@ -11,6 +11,7 @@ import os
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from frugalrl.credentials import shown
 from frugalrl.errors import TrackingError
@@ -55,3 +56,12 @@ def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
     elif uri.startswith(("postgresql", "mysql", "file:", "databricks")) or "://" not in uri:
         pass  # the mlflow client reports these itself on first use
     return uri
+
+
+def registry_client() -> Any:
+    """An MLflow client of the checked tracking store (the registry lives there too)."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    mlflow.set_tracking_uri(check_tracking())
+    return MlflowClient()
