@@ -137,6 +137,17 @@ def test_a_function_local_import_cycle_is_seen():
     assert "frugalrl.c" not in everywhere  # an annotation-only import never runs
 
 
+def test_config_imports_nothing_above_it():
+    """The config sections import only each other at module level; what they validate against (env ids,
+    PEFT methods, registries) is imported inside the validator, so the package loads first and light."""
+    graph = import_graph()
+    config = {name: deps for name, deps in graph.items() if name.split(".")[:2] == ["frugalrl", "config"]}
+    leaves = {"frugalrl.errors", "frugalrl.credentials"}  # the error type and redaction, which import no config
+    assert len(config) > 1, "frugalrl.config is a package"
+    upward = {name: sorted(d for d in deps if d not in config and d not in leaves) for name, deps in config.items()}
+    assert not any(upward.values()), upward
+
+
 def test_find_cycle_sees_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 

@@ -1,0 +1,62 @@
+"""The shared ground of every config section: strict models, registered kinds, env ids."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+
+def _is_number_field(annotation: Any) -> bool:
+    """int or float (or an optional / union of them), not bool."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    options = options or (annotation,)
+    return bool({int, float} & set(options)) and bool not in options
+
+
+class _Strict(BaseModel):
+    """Unknown keys refused; numbers finite (no inf or nan); a boolean is not a number (YAML's
+    ``update_epochs: true`` would otherwise train with 1 epoch)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and _is_number_field(field.annotation):
+            raise ValueError("a boolean is not a number here; write the number")
+        return value
+
+
+def _registered_env(value: str) -> str:
+    # why here: frugalrl.envs' package imports this one (a cycle at module level), and gymnasium is slow to load
+    from frugalrl.envs.registry import known_env_ids, validate_env_id
+
+    if not validate_env_id(value):
+        raise ValueError(f"not a registered environment; allowed: {known_env_ids()}")
+    return value
+
+
+class _RegisteredKind(_Strict):
+    """A section whose ``kind`` names a registered technique and whose ``settings`` that technique validates."""
+
+    @classmethod
+    def _registry(cls) -> Any:
+        """The ``plugins.Registry`` of this section's kinds: each subclass names its own."""
+        raise TypeError(f"{cls.__name__} must name its registry (override _registry)")
+
+    @field_validator("kind", check_fields=False)
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        cls._registry().entry(kind)  # the registry imports its package's modules on first use
+        return kind
+
+    @field_validator("settings", check_fields=False)
+    @classmethod
+    def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if "kind" in info.data:  # an unknown kind has its own error already
+            cls._registry().settings_for(info.data["kind"], settings)
+        return settings

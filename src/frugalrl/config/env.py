@@ -1,0 +1,97 @@
+"""The ``env`` section: which environment, its wrappers, Atari's scoring protocol and changed physics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from frugalrl.config._base import _registered_env, _Strict
+
+
+class AtariConfig(_Strict):
+    """Preprocessing of ALE games (done natively inside ale-py's vector env) and the scoring protocol.
+
+    Evaluation plays full games (all lives), as published Atari scores do (Machado et al. 2018:
+    sticky actions 0.25, a cap of 108,000 frames); training may cut the value target at a lost
+    life (``life_loss``) while the game goes on.
+    """
+
+    frameskip: int = Field(4, ge=1, le=16)
+    stack_num: int = Field(4, ge=1, le=16)
+    img_size: int = Field(84, ge=36, le=210, description="the Nature CNN's three convolutions need 36+ pixels")
+    grayscale: bool = True
+    noop_max: int = Field(30, ge=0, le=1000)
+    episodic_life: bool = Field(False, description="refused: it resets the whole game at a lost life; see life_loss")
+    life_loss: bool = Field(True, description="training: a lost life ends the value target, the game goes on")
+    fire_reset: bool = Field(False, description="press FIRE after each reset; off: the policy learns to serve")
+    repeat_action_probability: float = Field(0.25, ge=0.0, le=1.0)
+    max_episode_steps: int = Field(108_000, ge=1, description="frames before a game is cut (published: 108000)")
+
+    @field_validator("episodic_life")
+    @classmethod
+    def _not_single_life(cls, value: bool) -> bool:
+        if value:
+            raise ValueError(
+                "true makes every lost life reset the whole game, so scores are single-life scores; "
+                "use env.atari.life_loss: true (the value target is cut at a lost life, the game goes on)"
+            )
+        return value
+
+    def protocol_deviations(self) -> list[str]:
+        """How this differs from the published full-game protocol (empty: comparable with published scores)."""
+        out = []
+        if self.repeat_action_probability != 0.25:
+            out.append(f"sticky actions {self.repeat_action_probability:g} (published: 0.25)")
+        if self.max_episode_steps != 108_000:
+            out.append(f"games cut at {self.max_episode_steps} frames (published: 108000)")
+        if self.fire_reset:
+            out.append("FIRE pressed after each reset")
+        if self.frameskip != 4:
+            out.append(f"frameskip {self.frameskip} (published: 4)")
+        return out
+
+
+class DynamicsConfig(_Strict):
+    """Changed physics for a MuJoCo task (the PEFT targets): scales on the compiled model."""
+
+    mass_scale: float = Field(1.0, gt=0, description="every body's mass times this")
+    friction_scale: float = Field(1.0, gt=0, description="every geom's sliding friction times this")
+    gravity: tuple[float, float, float] | None = Field(None, description="replaces the model's gravity vector")
+
+    @property
+    def changed(self) -> bool:
+        return self.mass_scale != 1.0 or self.friction_scale != 1.0 or self.gravity is not None
+
+
+class EnvConfig(_Strict):
+    """Which environment, how many copies, and which wrappers."""
+
+    id: str = "CartPole-v1"
+    num_envs: int = Field(8, ge=1, le=4096)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    normalize_obs: bool = False
+    clip_obs: float = Field(10.0, gt=0)
+    normalize_reward: bool = False
+    clip_reward: float | None = Field(None, gt=0)
+    frame_stack: int = Field(1, ge=1, le=16)
+    atari: AtariConfig = Field(default_factory=AtariConfig)
+    dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
+    batched: bool = Field(
+        True,
+        description="CartPole-v1: step all copies as arrays (bit-identical trajectories, faster); false = one by one",
+    )
+
+    @staticmethod
+    def saved(spec: dict[str, Any]) -> dict[str, Any]:
+        """A policy's saved env spec as it validates today: a policy trained with ale-py's
+        ``episodic_life`` (single-life episodes, refused now) is evaluated on full games."""
+        atari = spec.get("atari")
+        if isinstance(atari, dict) and atari.get("episodic_life"):
+            return {**spec, "atari": {**atari, "episodic_life": False}}
+        return spec
+
+    @field_validator("id")
+    @classmethod
+    def _known_env(cls, value: str) -> str:
+        return _registered_env(value)

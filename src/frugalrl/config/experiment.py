@@ -1,0 +1,220 @@
+"""``ExperimentConfig``, the root of every experiment file: its sections, the checks across them, its hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from frugalrl.config._base import _Strict
+from frugalrl.config.algos import DQNConfig, PPOConfig, SACConfig
+from frugalrl.config.env import EnvConfig
+from frugalrl.config.latent import LatentConfig
+from frugalrl.config.peft import PeftConfig
+from frugalrl.config.policy import PolicyConfig
+from frugalrl.config.runtime import CheckpointConfig, DistributedConfig, EvalConfig, PromotionConfig, TrackingConfig
+from frugalrl.config.techniques import MetaConfig, PivotConfig, ReplayConfig, ScoreStagesConfig, SelectionConfig
+from frugalrl.config.tuning import TuningConfig
+
+_ALGO_SECTIONS: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "dqn": DQNConfig, "sac": SACConfig}
+
+
+class ExperimentConfig(_Strict):
+    """The root of every experiment file."""
+
+    name: str = "experiment"
+    seed: int = Field(1, ge=0)
+    device: Literal["auto", "cpu", "cuda"] = "cpu"
+    threads: int = Field(1, ge=0, description="torch CPU threads; 0 keeps torch's default")
+    algo: Literal["ppo", "dqn", "sac"] = "ppo"
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    ppo: PPOConfig = Field(default_factory=PPOConfig)
+    dqn: DQNConfig = Field(default_factory=DQNConfig)
+    sac: SACConfig = Field(default_factory=SACConfig)
+    replay: ReplayConfig = Field(default_factory=ReplayConfig)
+    meta: MetaConfig = Field(default_factory=MetaConfig)
+    score_stages: ScoreStagesConfig = Field(default_factory=ScoreStagesConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    pivot: PivotConfig = Field(default_factory=PivotConfig)
+    latent: LatentConfig = Field(default_factory=LatentConfig)
+    peft: PeftConfig | None = Field(None, description="the PEFT comparison (`frugalrl peft compare`)")
+    total_real_steps: int | None = Field(
+        None, ge=1, description="real env-step budget; when set it is the value of ppo.total_timesteps"
+    )
+    cpu_budget_s: float | None = Field(
+        None,
+        gt=0,
+        description="stop training once the run's process has used this many CPU-seconds (every thread, set-up "
+        "included; evaluation is not): comparisons at equal compute. The step budget still applies",
+    )
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+    distributed: DistributedConfig = Field(default_factory=DistributedConfig)
+    tuning: TuningConfig | None = Field(None, description="Optuna search (`frugalrl tune`)")
+    log_every_updates: int = Field(10, ge=1)
+
+    @property
+    def algo_config(self) -> PPOConfig | DQNConfig | SACConfig:
+        """The hyperparameter section of the chosen algorithm."""
+        return {"dqn": self.dqn, "sac": self.sac}.get(self.algo, self.ppo)
+
+    @model_validator(mode="after")
+    def _real_step_budget(self) -> ExperimentConfig:
+        budget, section = self.total_real_steps, self.algo_config
+        if budget is not None and budget != section.total_timesteps:
+            if "total_timesteps" in section.model_fields_set:
+                raise ValueError(
+                    f"total_real_steps {budget} and {self.algo}.total_timesteps {section.total_timesteps} "
+                    "disagree; set only one of them"
+                )
+            section.total_timesteps = budget
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_ignored_algo_section(cls, data: Any) -> Any:
+        """A section of an algorithm the run does not use, with settings in it, would be ignored silently."""
+        if not isinstance(data, dict):
+            return data
+        algo = data.get("algo", "ppo")
+        # A whole config written back (a run's config.yaml) holds every algorithm's section at its
+        # defaults, so there only a changed value counts; in a file a person wrote, any key does.
+        dumped = all(isinstance(data.get(name), dict) for name in _ALGO_SECTIONS)
+        for other, model in _ALGO_SECTIONS.items():
+            section = data.get(other)
+            if other == algo or not isinstance(section, dict) or not section:
+                continue
+            ignored = sorted(section)
+            if dumped:
+                try:  # compared as validated values ("1e-05" from a JSON dump is YAML text for 1e-5)
+                    given = model.model_validate(section).model_dump()
+                except ValidationError:
+                    continue  # the section's own validation names the problem
+                defaults = model().model_dump()
+                ignored = [k for k in ignored if given[k] != defaults[k]]
+            if ignored:
+                raise ValueError(
+                    f"{other}: settings {ignored} are ignored by algo {algo!r}; remove the {other} "
+                    f"section or set algo: {other}"
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _peft_widths_fit_the_network(self) -> ExperimentConfig:
+        """A rank or bottleneck wider than the narrowest hidden layer fits no layer that has it as its output;
+        refused here, not after the source policy has trained (the input layer's width is checked when a
+        method is applied, once the env is made)."""
+        if self.peft is None:
+            return self
+        from frugalrl.peft.methods import METHODS  # why here: it loads torch, which a plain config does not need
+
+        narrowest = min(self.policy.hidden)
+        for name, options in self.peft.methods.items():
+            resolved = {**METHODS[name].defaults, **(options or {})}
+            # VeRA's shared random pair may be wider than a layer (frugalrl.peft.methods._fits)
+            for key in ("bottleneck",) if name == "vera" else ("rank", "bottleneck"):
+                if resolved.get(key, 0) > narrowest:
+                    raise ValueError(
+                        f"peft.methods.{name}.{key} {resolved[key]} is wider than the network's narrowest layer "
+                        f"(policy.hidden {self.policy.hidden}); use at most {narrowest}"
+                    )
+        return self
+
+    @model_validator(mode="after")
+    def _cpu_budget_on_one_worker(self) -> ExperimentConfig:
+        if self.cpu_budget_s is not None and self.distributed.workers > 1:
+            # each worker would stop at its own update while the others wait for its gradients
+            raise ValueError(
+                "cpu_budget_s ends one process's training; with distributed.workers > 1 the workers would stop "
+                "apart: drop cpu_budget_s or train on one worker"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _latent_runs_alone(self) -> ExperimentConfig:
+        if self.algo != "ppo" and (self.latent.enabled or self.selection.kind != "all"):
+            raise ValueError(
+                f"algo {self.algo}: the latent curriculum and sample selection work with PPO only; "
+                "set algo: ppo or turn them off"
+            )
+        if self.latent.enabled and self.selection.kind != "all":
+            raise ValueError(
+                f"latent.enabled with selection.kind {self.selection.kind}: the latent curriculum does not "
+                "combine with sample selection yet; set selection.kind: all"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _distributed_supported(self) -> ExperimentConfig:
+        if self.distributed.workers > 1:
+            if self.latent.enabled or self.selection.kind != "all":
+                raise ValueError(
+                    "distributed.workers > 1: the latent curriculum and sample selection do not run on several "
+                    "workers yet; set distributed.workers: 1 or turn them off"
+                )
+            if self.algo == "ppo" and self.ppo.target_kl is not None:
+                raise ValueError(
+                    "distributed.workers > 1 with ppo.target_kl: workers would stop their epochs at different "
+                    "minibatches and wait for each other forever; set ppo.target_kl: null"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _batch_fits_rollout(self) -> ExperimentConfig:
+        rollout = self.env.num_envs * self.ppo.num_steps
+        if self.algo == "ppo" and self.ppo.batch_size > rollout:
+            raise ValueError(
+                f"ppo.batch_size {self.ppo.batch_size} exceeds the rollout size "
+                f"env.num_envs * ppo.num_steps = {rollout}; allowed: <= {rollout}"
+            )
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def hash(self) -> str:
+        """Content hash of the resolved config (stable across key order).
+
+        Fields added after many checkpoints were written (``_ADDED_LATER``) are left out while at
+        their default, so configs that do not use them keep their hash and their checkpoints.
+        """
+        data = self.to_dict()
+        for path, default in _ADDED_LATER.items():
+            *parents, key = path
+            node = data
+            for part in parents:
+                node = node[part] if isinstance(node, dict) else None
+            if isinstance(node, dict) and node.get(key) == default:  # an optional section may be absent
+                del node[key]
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# Added after checkpoints existed; left out of ``hash()`` at these defaults (add new fields here).
+_ADDED_LATER: dict[tuple[str, ...], Any] = {
+    ("selection", "settings"): {},
+    ("replay", "settings"): {},
+    ("pivot", "evaluator", "champion_min_spearman"): 0.1,
+    ("latent", "champion_min_psnr_db"): 15.0,
+    ("latent", "champion_min_ball_r2"): 0.0,
+    ("tracking", "timeout_s"): 10.0,
+    ("tracking", "retries"): 2,
+    ("promotion", "pair_seeds"): True,
+    ("latent", "pretrain_games"): [],
+    ("env", "atari", "life_loss"): True,
+    ("env", "atari", "fire_reset"): False,
+    ("cpu_budget_s",): None,
+    ("latent", "world_model", "rollout_steps"): 1,
+    ("latent", "world_model", "gate_min_auc"): 0.8,
+    ("latent", "world_model", "gate_events_tolerance"): 0.25,
+    ("tuning", "round_size"): 4,
+    ("tracking", "reconnect_s"): 30.0,
+}

@@ -1,0 +1,66 @@
+"""The ``peft`` section: the targets and methods of a PEFT comparison (``frugalrl peft compare``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from frugalrl.config._base import _registered_env, _Strict
+from frugalrl.config.env import DynamicsConfig
+
+
+class PeftTarget(_Strict):
+    """A changed task to transfer the source policy to: new physics, or a sibling env id."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    env_id: str | None = Field(None, description="a sibling task; default: the source's env")
+    dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
+
+    @field_validator("env_id")
+    @classmethod
+    def _known_env(cls, value: str | None) -> str | None:
+        return None if value is None else _registered_env(value)
+
+
+class PeftConfig(_Strict):
+    """``frugalrl peft compare``: fine-tune a source policy on each target with each method."""
+
+    source: str | None = Field(
+        None, description="a run directory or models:/NAME@ALIAS of a SAC run; none: train one with this config"
+    )
+    min_source_return: float | None = Field(
+        None,
+        description="refuse a source policy whose evaluation is below this (fine-tuning a weak one compares nothing)",
+    )
+    targets: list[PeftTarget] = Field(default_factory=list, min_length=1)
+    methods: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {"full": {}, "lora": {}, "bitfit": {}},
+        description="method name -> options overriding the registry's defaults",
+    )
+    seeds: int = Field(3, ge=1)
+    steps: int = Field(20_000, ge=1, description="env steps of fine-tuning per method, target and seed")
+    warmup_steps: int = Field(1_000, ge=0, description="steps collected by the source policy before updates")
+    learning_rate: float = Field(3e-4, gt=0)
+    adapt_critic: bool = Field(True, description="the method adapts the critics too (else they train fully)")
+    eval_episodes: int = Field(5, ge=1)
+
+    @field_validator("methods")
+    @classmethod
+    def _known_methods(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from frugalrl.peft.methods import METHODS  # why here: it loads torch, which a plain config does not need
+
+        unknown = sorted(set(value) - set(METHODS))
+        if unknown:
+            raise ValueError(f"unknown PEFT method(s) {unknown}; allowed: {sorted(METHODS)}")
+        if not value:
+            raise ValueError(f"name at least one method; allowed: {sorted(METHODS)}")
+        for name, options in value.items():  # typed here, not after the source policy has trained
+            defaults = METHODS[name].defaults
+            for key, option in (options or {}).items():
+                if key not in defaults:
+                    allowed = sorted(defaults) or "none"
+                    raise ValueError(f"PEFT method {name}: unknown option {key!r}; allowed: {allowed}")
+                if isinstance(option, bool) or not isinstance(option, int) or option < 1:
+                    raise ValueError(f"PEFT method {name}: {key} = {option!r} must be a positive whole number")
+        return value

@@ -1,0 +1,52 @@
+"""The ``policy`` section: the network's shape and the PEFT adapter on it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from frugalrl.config._base import _Strict
+
+
+class AdapterSpec(_Strict):
+    """One parameter-efficient fine-tuning method with its options (``frugalrl.peft.METHODS``)."""
+
+    method: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, value: str) -> str:
+        from frugalrl.peft.methods import METHODS  # why here: it loads torch, which a plain config does not need
+
+        if value not in METHODS:
+            raise ValueError(f"unknown PEFT method {value!r}; allowed: {sorted(METHODS)}")
+        return value
+
+
+class PolicyConfig(_Strict):
+    """Network shape. ``kind: auto`` picks Nature-CNN for images, MLP otherwise."""
+
+    kind: Literal["auto", "mlp", "cnn"] = "auto"
+    hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
+    activation: Literal["tanh", "relu"] = "tanh"
+    log_std_init: float = 0.0
+    ortho_init: bool = Field(True, description="orthogonal init (PPO); false = PyTorch default (SB3 DQN/SAC)")
+    block: Literal["plain", "fractal"] = Field(
+        "plain", description="fractal: the RMT seed's x + x1 + x2 residual blocks (MLP: after the first layer)"
+    )
+    adapter: AdapterSpec | None = Field(None, description="a PEFT adapter on the network (set by `peft apply`)")
+
+    @model_validator(mode="after")
+    def _fractal_widths(self) -> PolicyConfig:
+        if self.block == "fractal" and len(set(self.hidden)) > 1:
+            raise ValueError(f"policy.block fractal keeps one width; hidden {self.hidden} must repeat one size")
+        return self
+
+    @field_validator("hidden")
+    @classmethod
+    def _positive(cls, value: list[int]) -> list[int]:
+        if any(h < 1 for h in value):
+            raise ValueError("every hidden size must be >= 1")
+        return value

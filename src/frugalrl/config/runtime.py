@@ -1,0 +1,58 @@
+"""How a run is evaluated, distributed, checkpointed, tracked in MLflow and promoted in its registry."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from frugalrl.config._base import _Strict
+
+MAX_EVAL_EPISODES = 10_000  # 30 are the field's Atari protocol; far more is a typo, not a plan (hours of play)
+
+
+class EvalConfig(_Strict):
+    episodes: int = Field(20, ge=1, le=MAX_EVAL_EPISODES)
+    deterministic: bool = True
+    seed: int = Field(10_000, ge=0, description="episode i uses seed + i")
+
+
+class DistributedConfig(_Strict):
+    """Multi-worker training (``frugalrl.fusion``): workers > 1 runs under torchrun, gradients fused."""
+
+    workers: int = Field(1, ge=1, le=64)
+    mode: Literal["topk", "dense"] = Field("topk", description="top-k fusion, or a dense all-reduce (baseline)")
+    topk: float = Field(0.2, gt=0.0, le=1.0, description="share of each gradient tensor sent per step")
+    beta: float = Field(0.0, ge=0.0, lt=1.0, description="fusion momentum: g = beta g + (1 - beta) mean")
+    clip: float = Field(0.0, ge=0.0, description="norm clip of the fused gradient at step 0 (0 = none)")
+    clip_decay: float = Field(0.999, gt=0.0, le=1.0, description="the clip threshold's factor per step")
+    value_dtype: Literal["float32", "float16"] = Field("float16", description="values sent (indices: int16/int32)")
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+    timeout_s: int = Field(120, ge=5, description="a collective waiting longer fails the job (a dead worker)")
+
+
+class CheckpointConfig(_Strict):
+    every_updates: int = Field(50, ge=1)
+
+
+class TrackingConfig(_Strict):
+    enabled: bool = True
+    experiment: str = "frugalrl"
+    log_model: bool = True
+    timeout_s: float = Field(10.0, gt=0, le=600, description="one request to an MLflow server, at most")
+    retries: int = Field(2, ge=0, le=10, description="retries of a failed request (1 s, 2 s, ... apart)")
+    reconnect_s: float = Field(
+        30.0, gt=0, le=3600, description="while the server is away, how often a run asks whether it is back"
+    )
+
+
+class PromotionConfig(_Strict):
+    """The registry's promotion gate (``frugalrl.promotion``): statistical support or no promotion."""
+
+    test: Literal["welch", "bootstrap"] = "welch"
+    alpha: float = Field(0.05, gt=0.0, lt=0.5, description="significance level (welch) / interval tail (bootstrap)")
+    min_improvement: float = Field(0.0, ge=0.0, description="the return margin the challenger must beat")
+    min_episodes: int = Field(5, ge=2, description="fewer evaluation episodes than this never promote")
+    pair_seeds: bool = Field(
+        True, description="welch: when both evaluations ran on the same seeds, a paired t-test on per-seed differences"
+    )

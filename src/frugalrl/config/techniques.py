@@ -1,0 +1,165 @@
+"""The techniques plugged into a learner: replay, the meta-controller, score stages, PivotRL and sample selection."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from frugalrl.config._base import _RegisteredKind, _Strict
+
+
+class ReplayConfig(_RegisteredKind):
+    """The off-policy replay store: uniform, proportional prioritized, or hot/warm/cold tiers."""
+
+    kind: str = Field("uniform", description="a registered store (frugalrl.replay): uniform, prioritized, tiered")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the store's own settings, validated by the model it registers"
+    )
+    capacity: int = Field(100_000, ge=2, description="transitions")
+    max_bytes: int | None = Field(None, ge=1, description="memory budget of the store; the smaller limit wins")
+    alpha: float = Field(0.6, ge=0.0, le=1.0, description="prioritized: P(i) ~ priority^alpha")
+    beta: float = Field(0.4, ge=0.0, le=1.0, description="importance-weight exponent at the start (anneals to 1)")
+    beta_steps: int = Field(100_000, ge=1, description="sample calls over which beta anneals to 1")
+    tier_weights: tuple[float, float, float] = Field((0.5, 0.3, 0.2), description="tiered: hot, warm, cold")
+    hot_quantile: float = Field(0.9, gt=0.0, lt=1.0)
+    warm_quantile: float = Field(0.5, gt=0.0, lt=1.0)
+
+    @classmethod
+    def _registry(cls) -> Any:
+        from frugalrl.replay.registry import REPLAY_STORES  # why here: frugalrl.replay imports this package
+
+        return REPLAY_STORES
+
+    @model_validator(mode="after")
+    def _tiers(self) -> ReplayConfig:
+        if self.warm_quantile >= self.hot_quantile:
+            raise ValueError(
+                f"replay.warm_quantile {self.warm_quantile} must be below hot_quantile {self.hot_quantile}"
+            )
+        if min(self.tier_weights) < 0 or sum(self.tier_weights) <= 0:
+            raise ValueError("replay.tier_weights must be non-negative with a positive sum")
+        return self
+
+
+class MetaConfig(_Strict):
+    """The RMT meta-controller: nudges lr, gamma and exploration from training signals, within bounds."""
+
+    enabled: bool = False
+    interval: int = Field(10, ge=1, description="updates between decisions")
+    lr_bounds: tuple[float, float] = (1e-5, 1e-3)
+    gamma_bounds: tuple[float, float] = (0.9, 0.99)
+    exploration_bounds: tuple[float, float] = Field((0.01, 0.3), description="DQN epsilon after its decay phase")
+    lr_down: float = Field(0.7, gt=0.0, lt=1.0, description="lr factor when the value loss rises")
+    lr_up: float = Field(1.1, gt=1.0, le=2.0, description="lr factor when the value loss has settled")
+    gamma_step: float = Field(0.005, gt=0.0, le=0.1)
+    exploration_factor: float = Field(1.25, gt=1.0, le=4.0)
+    rise_tolerance: float = Field(0.2, gt=0.0, description="fast value-loss EMA above slow by this share: rising")
+    settle_tolerance: float = Field(0.05, gt=0.0, description="fast and slow value-loss EMAs this close: settled")
+    collapse_rate: float = Field(0.02, gt=0.0, description="entropy falling faster than this per update: collapsing")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MetaConfig:
+        for name in ("lr_bounds", "gamma_bounds", "exploration_bounds"):
+            low, high = getattr(self, name)
+            if not 0 <= low <= high:
+                raise ValueError(f"meta.{name} {low, high}: allowed 0 <= low <= high")
+        return self
+
+
+class ScoreStage(_Strict):
+    """Once the mean episode return reaches ``threshold``, switch to these values."""
+
+    threshold: float
+    learning_rate: float | None = Field(None, gt=0, le=1.0)
+    gamma: float | None = Field(None, ge=0.0, le=1.0)
+
+
+class ScoreStagesConfig(_Strict):
+    """The RMT seed's curriculum by score (``difficulty_metric: episode_return``)."""
+
+    stages: list[ScoreStage] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _increasing(self) -> ScoreStagesConfig:
+        thresholds = [stage.threshold for stage in self.stages]
+        if thresholds != sorted(thresholds):
+            raise ValueError(f"score_stages thresholds {thresholds} must increase")
+        return self
+
+
+class EvaluatorConfig(_Strict):
+    """The importance evaluator's network and training."""
+
+    hidden: list[int] = Field(default_factory=lambda: [16, 16], min_length=1)
+    learning_rate: float = Field(1e-3, gt=0, le=1.0)
+    batch_size: int = Field(256, ge=1)
+    pretrain_steps: int = Field(10_000, ge=1, description="env steps of baseline PPO collected for pretraining")
+    pretrain_epochs: int = Field(10, ge=1)
+    holdout_fraction: float = Field(0.2, gt=0, lt=1)
+    champion_min_spearman: float = Field(
+        0.1, ge=-1, le=1, description="registry gate: held-out rank correlation a version needs to become champion"
+    )
+
+
+class PivotConfig(_Strict):
+    """Key-state compute skipping (PivotRL): thresholds on the evaluator's score in [0, 1].
+
+    score >= high: full compute; low <= score < high: kept with probability keep_prob and
+    weighted 1 / keep_prob; score < low: skipped. During the first threshold_decay_steps env
+    steps, low is raised by threshold_boost * (1 - step / threshold_decay_steps) (the seed's
+    ``dynamic_threshold``), capped at high.
+    """
+
+    label: Literal["policy_gradient", "advantage", "grad_norm"] = "policy_gradient"
+    high: float = Field(0.8, ge=0.0, le=1.0)
+    low: float = Field(0.5, ge=0.0, le=1.0)
+    keep_prob: float = Field(0.5, gt=0.0, le=1.0)
+    warmup_steps: int = Field(1000, ge=0, description="env steps of uniform (full) compute first")
+    min_full_fraction: float = Field(0.2, ge=0.0, le=1.0, description="safety margin: share always fully computed")
+    score: Literal["rank", "raw"] = Field(
+        "rank",
+        description="thresholds apply to the rollout's score quantiles (rank) or to the evaluator's raw output",
+    )
+    p_min: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="score < low: kept with this probability, weight 1 / p_min (unbiased); 0 = skipped (biased)",
+    )
+    threshold_boost: float = Field(0.2, ge=0.0, le=1.0)
+    threshold_decay_steps: int = Field(10_000, ge=1)
+    refresh_every_updates: int = Field(10, ge=0, description="evaluator fine-tuning on fresh data; 0 = never")
+    refresh_epochs: int = Field(2, ge=1)
+    evaluator_from: str | None = Field(None, description="pretrained evaluator: path or models:/name@alias")
+    evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PivotConfig:
+        if self.low > self.high:
+            raise ValueError(f"pivot.low {self.low} is above pivot.high {self.high}; allowed: low <= high")
+        return self
+
+
+class SelectionConfig(_RegisteredKind):
+    """Which samples get compute: all (plain), pivot (importance), random or epochs (the two controls)."""
+
+    kind: str = Field("all", description="a registered selector (frugalrl.selectors): all, pivot, random, epochs")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the selector's own settings, validated by the model it registers"
+    )
+    keep_fraction: float = Field(
+        0.35, gt=0.0, le=1.0, description="random: share of samples kept; epochs: share of the epochs' samples"
+    )
+    packing: Literal["rollout", "epoch", "minibatch"] = Field(
+        "rollout",
+        description="rollout / epoch: choose over the rollout each epoch, pack all epochs' (or each epoch's) "
+        "kept samples into full minibatches (fewer optimizer steps); minibatch: thin each minibatch",
+    )
+
+    @classmethod
+    def _registry(cls) -> Any:
+        # why here: frugalrl.selectors is a layer above config (its selectors are built from an ExperimentConfig)
+        from frugalrl.selectors import SELECTORS
+
+        return SELECTORS
