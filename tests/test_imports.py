@@ -44,7 +44,7 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
 
 
 def _imports(tree: ast.Module, name: str, is_package: bool) -> tuple[set[str], set[str]]:
-    """(every module imported anywhere in the file, those imported inside a function body)."""
+    """(every module imported anywhere in the file, those imported only inside a function body)."""
     everywhere: set[str] = set()
     local: set[str] = set()
     for node in _runtime_nodes(tree):
@@ -54,20 +54,24 @@ def _imports(tree: ast.Module, name: str, is_package: bool) -> tuple[set[str], s
             for inner in _runtime_nodes(node):
                 if isinstance(inner, ast.Import | ast.ImportFrom):
                     local |= _target(inner, name, is_package)
-    return everywhere, local
+    in_functions = {id(inner) for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+                    for inner in ast.walk(fn)}  # fmt: skip
+    module_level = {m for node in _runtime_nodes(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+                    and id(node) not in in_functions for m in _target(node, name, is_package)}  # fmt: skip
+    return everywhere, local - module_level
 
 
 def _files() -> dict[str, Path]:
     return {_module_name(p): p for p in SRC.rglob("*.py")}
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the frugalrl modules it imports, anywhere in its file."""
+def import_graph(module_level_only: bool = False) -> dict[str, set[str]]:
+    """Module -> the frugalrl modules it imports, anywhere in its file (or at module level only)."""
     files = _files()
     graph = {}
     for name, p in files.items():
-        everywhere, _ = _imports(ast.parse(p.read_text()), name, p.name == "__init__.py")
-        graph[name] = {m for m in everywhere if m in files} - {name}
+        everywhere, local = _imports(ast.parse(p.read_text()), name, p.name == "__init__.py")
+        graph[name] = {m for m in (everywhere - local if module_level_only else everywhere) if m in files} - {name}
     return graph
 
 
@@ -140,7 +144,7 @@ def test_a_function_local_import_cycle_is_seen():
 def test_config_imports_nothing_above_it():
     """The config sections import only each other at module level; what they validate against (env ids,
     PEFT methods, registries) is imported inside the validator, so the package loads first and light."""
-    graph = import_graph()
+    graph = import_graph(module_level_only=True)
     config = {name: deps for name, deps in graph.items() if name.split(".")[:2] == ["frugalrl", "config"]}
     leaves = {"frugalrl.errors", "frugalrl.credentials"}  # the error type and redaction, which import no config
     assert len(config) > 1, "frugalrl.config is a package"
