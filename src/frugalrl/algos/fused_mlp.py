@@ -41,7 +41,7 @@ def _tower_layers(tower: nn.Module) -> tuple[list[nn.Linear], type[nn.Module]] |
     linears = modules[0::2]
     acts = modules[1::2]
     if len(linears) != len(acts) or any(type(m) is not nn.Linear for m in linears):
-        return "the MLP is not Linear + activation pairs (fractal blocks or an adapter)"
+        return "the MLP is not Linear + activation pairs (fractal or residual blocks, or an adapter)"
     kinds = {type(a) for a in acts}
     if len(kinds) != 1 or not issubclass(next(iter(kinds)), _ACTIVATIONS):
         return "the MLP's activations are not one of tanh, relu"

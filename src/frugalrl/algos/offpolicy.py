@@ -37,7 +37,7 @@ def rmt_techniques(config: ExperimentConfig, hyper: HyperController) -> list[str
     parts += [hyper.technique] if hyper.technique else []
     parts += ["boltzmann_exploration"] if config.algo == "dqn" and config.dqn.exploration == "boltzmann" else []
     parts += ["score_stages"] if config.score_stages.stages else []
-    parts += ["fractal"] if config.policy.block == "fractal" else []
+    parts += [config.policy.block] if config.policy.block != "plain" else []  # fractal, or its residual control
     return parts
 
 

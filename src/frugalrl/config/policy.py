@@ -33,15 +33,17 @@ class PolicyConfig(_Strict):
     activation: Literal["tanh", "relu"] = "tanh"
     log_std_init: float = 0.0
     ortho_init: bool = Field(True, description="orthogonal init (PPO); false = PyTorch default (SB3 DQN/SAC)")
-    block: Literal["plain", "fractal"] = Field(
-        "plain", description="fractal: the RMT seed's x + x1 + x2 residual blocks (MLP: after the first layer)"
+    block: Literal["plain", "fractal", "residual"] = Field(
+        "plain",
+        description="fractal: the RMT seed's x + x1 + x2 blocks (MLP: after the first layer); residual: the "
+        "standard x + x2 block on the same layers, fractal's control",
     )
     adapter: AdapterSpec | None = Field(None, description="a PEFT adapter on the network (set by `peft apply`)")
 
     @model_validator(mode="after")
     def _fractal_widths(self) -> PolicyConfig:
-        if self.block == "fractal" and len(set(self.hidden)) > 1:
-            raise ValueError(f"policy.block fractal keeps one width; hidden {self.hidden} must repeat one size")
+        if self.block != "plain" and len(set(self.hidden)) > 1:
+            raise ValueError(f"policy.block {self.block} keeps one width; hidden {self.hidden} must repeat one size")
         return self
 
     @field_validator("hidden")

@@ -1,4 +1,4 @@
-"""Feature extractors: an MLP for vectors and the Nature-DQN CNN for stacked frames; fractal blocks."""
+"""Feature extractors: an MLP for vectors and the Nature-DQN CNN for stacked frames; fractal and residual blocks."""
 
 from __future__ import annotations
 
@@ -48,20 +48,35 @@ class FractalBlock(nn.Module):
         return x + x1 + x2
 
 
+class ResidualBlock(FractalBlock):
+    """The standard residual block on the same two layers: ``x + x2`` (He et al. 2016, without the norm).
+
+    The control for the fractal block's claim: identical layers and initialisation, only the extra
+    ``x1`` path differs, so a difference between the two is that path's.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.act(self.layer2(self.act(self.layer1(x))))
+
+
+BLOCKS: dict[str, type[FractalBlock]] = {"fractal": FractalBlock, "residual": ResidualBlock}
+
+
 class MLP(nn.Module):
     """Flatten, then Linear + activation for each hidden size. ``out_dim`` = last hidden size.
 
-    ``block="fractal"``: every hidden layer after the first is a ``FractalBlock`` of that width.
+    ``block="fractal"`` (or ``"residual"``): every hidden layer after the first is a ``FractalBlock``
+    (``ResidualBlock``) of that width.
     """
 
     def __init__(self, in_dim: int, hidden: list[int], activation: str = "tanh", block: str = "plain"):
         super().__init__()
         layers: list[nn.Module] = []
         for i, size in enumerate(hidden):
-            if block == "fractal" and i > 0:
+            if block in BLOCKS and i > 0:
                 if size != in_dim:
-                    raise ValueError(f"fractal blocks keep their width: hidden {hidden} must repeat one size")
-                layers.append(FractalBlock(size, activation))
+                    raise ValueError(f"{block} blocks keep their width: hidden {hidden} must repeat one size")
+                layers.append(BLOCKS[block](size, activation))
                 continue
             layers += [orthogonal_init(nn.Linear(in_dim, size)), ACTIVATIONS[activation]()]
             in_dim = size
@@ -89,9 +104,9 @@ class NatureCNN(nn.Module):
 
     def __init__(self, in_channels: int, frame_size: int = 84, out_dim: int = 512, block: str = "plain"):
         super().__init__()
-        fractal = [FractalBlock(64, "relu", conv=True)] if block == "fractal" else []
-        # block = fractal: one fractal residual block on the last feature map
-        self.convs = nn.Sequential(*nature_convs(in_channels), *fractal, nn.Flatten())
+        extra = [BLOCKS[block](64, "relu", conv=True)] if block in BLOCKS else []
+        # block = fractal (residual): one such block on the last feature map
+        self.convs = nn.Sequential(*nature_convs(in_channels), *extra, nn.Flatten())
         with torch.no_grad():
             flat = self.convs(torch.zeros(1, in_channels, frame_size, frame_size)).shape[1]
         self.fc = nn.Sequential(orthogonal_init(nn.Linear(flat, out_dim)), nn.ReLU())
