@@ -34,6 +34,7 @@ import _report
 S = TypeVar("S")
 C = TypeVar("C")
 J = TypeVar("J")
+T = TypeVar("T")
 
 # Every run of a benchmark writes no MLflow run; ``threads=1`` keeps contenders off each other's cores.
 TRACKING_OFF = "tracking.enabled=false"
@@ -183,10 +184,16 @@ def measure(
         row = _report.stamp(common, **one(job), load_before=load_before)
         return record(results, row, line(row) if line else None)
 
+    return parallel(run, jobs, workers)
+
+
+def parallel(fn: Callable[[J], T], jobs: Iterable[J], workers: int = 1) -> list[T]:
+    """``fn(job)`` for every job, ``workers`` at a time (threads: each job waits on its own process), in order;
+    the first failure is raised once the jobs before it are done."""
     if workers <= 1:
-        return [run(job) for job in jobs]
+        return [fn(job) for job in jobs]
     with ThreadPoolExecutor(workers) as pool:
-        return [future.result() for future in [pool.submit(run, job) for job in jobs]]
+        return [future.result() for future in [pool.submit(fn, job) for job in jobs]]
 
 
 # --------------------------------------------------------------------------- scoring a peer's policy
