@@ -211,6 +211,11 @@ def fmt_mmm(values: Sequence[float], fmt: str = "{:,.0f}") -> str:
     return f"{fmt.format(med)} ({fmt.format(lo)}-{fmt.format(hi)})"
 
 
+def median_of(rows: Iterable[dict], key: str) -> float:
+    """The median of one column of ``rows``."""
+    return statistics.median(r[key] for r in rows)
+
+
 def mmm(values: Sequence[float], fmt: str) -> str:
     """``median (min-max)``, or ``median (min to max)`` where a value is negative (returns); ``-`` for none."""
     if not values:
