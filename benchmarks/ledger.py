@@ -22,9 +22,9 @@ ledger only through its rows.
 from __future__ import annotations
 
 import argparse
-from statistics import median
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import median
 
 import _report
 from _report import paired_difference, paired_ratios
