@@ -19,7 +19,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -210,6 +211,24 @@ def fmt_mmm(values: Sequence[float], fmt: str = "{:,.0f}") -> str:
     return f"{fmt.format(med)} ({fmt.format(lo)}-{fmt.format(hi)})"
 
 
+def median_of(rows: Iterable[dict], key: str) -> float:
+    """The median of one column of ``rows``."""
+    return statistics.median(r[key] for r in rows)
+
+
+def mmm(values: Sequence[float], fmt: str) -> str:
+    """``median (min-max)``, or ``median (min to max)`` where a value is negative (returns); ``-`` for none."""
+    if not values:
+        return "-"
+    med, lo, hi = summarize(values)
+    return f"{fmt.format(med)} ({fmt.format(lo)}{'-' if lo >= 0 else ' to '}{fmt.format(hi)})"
+
+
+def opt(value: object, fmt: str, missing: str = "-") -> str:
+    """``value`` formatted, or ``missing`` where it is None (a figure a contender does not report)."""
+    return missing if value is None else fmt.format(value)
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     out.extend("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
@@ -353,11 +372,12 @@ def doc_section(name: str, path: Path = DOC_PATH) -> str | None:
     return match.group(1) if match else None
 
 
-def emit(name: str, text: str, args: argparse.Namespace) -> None:
-    """Print the section; ``--write`` puts it into the doc; ``--check`` exits 1 unless the doc holds it."""
+def emit(name: str, text: str, args: argparse.Namespace, after: Sequence[str] = ()) -> None:
+    """Print the section; ``--write`` puts it into the doc (a new section after the first of ``after`` the doc
+    has, see ``write_section``); ``--check`` exits 1 unless the doc holds it."""
     print(text)
     if getattr(args, "write", False):
-        write_section(name, text)
+        write_section(name, text, after=after)
     if getattr(args, "check", False):
         check_section(name, text, args.results)
 
@@ -386,11 +406,25 @@ def no_rows(name: str) -> str:
     )
 
 
-def run_or_render(name: str, args: argparse.Namespace, run: Callable, render: Callable) -> None:
-    """The end of every benchmark's ``main``: the newest stored batch (``--report-only``) or a fresh run's rows,
-    rendered, then printed / written / checked (``emit``)."""
-    rows = newest_batch(read_rows(args.results)) if args.report_only else run(args)
-    emit(name, render(rows, args.results) if rows else no_rows(name), args)
+def run_or_render(
+    name: str,
+    args: argparse.Namespace,
+    run: Callable[[argparse.Namespace], list[dict]],
+    render: Callable[[list[dict], Path], str],
+    select: Callable[[list[dict], argparse.Namespace], list[dict]] | None = None,
+    after: Sequence[str] = (),
+    empty: str | None = None,
+) -> None:
+    """The end of every benchmark's ``main``: a fresh run's rows, or with ``--report-only`` the kept rows that
+    ``select`` picks from ``args.results`` (default: the newest batch), rendered, then printed / written /
+    checked (``emit``). ``empty``: the section where there are no rows (default ``no_rows(name)``)."""
+    if args.report_only:
+        kept = read_rows(args.results)
+        rows = select(kept, args) if select else newest_batch(kept)
+    else:
+        rows = run(args)
+    text = render(rows, args.results) if rows else (no_rows(name) if empty is None else empty)
+    emit(name, text, args, after=after)
 
 
 # --------------------------------------------------------------------------- aggregate RL statistics
@@ -420,3 +454,107 @@ def stratified_bootstrap_iqm(
     samples = [iqm(np.concatenate([t[rng.integers(0, len(t), len(t))] for t in tasks])) for _ in range(reps)]
     low, high = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
     return point, float(low), float(high)
+
+
+# --------------------------------------------------------------------------- the paired statistic
+# Contenders run side by side on the same seeds (or repeats, rounds), so every figure is compared two ways:
+# the ratio of the two medians, and the median of the per-seed ratios (which cancels what a seed, or the
+# machine's state during one pair of runs, does to both). These are the one implementation of both.
+NAN = float("nan")
+
+
+def ratio_of_medians(a: Iterable[float], b: Iterable[float], floor: float = 0.0) -> float:
+    """``(median(a) - floor) / (median(b) - floor)``; nan where either side is empty or the divisor is 0."""
+    a, b = list(a), list(b)
+    if not a or not b or statistics.median(b) == floor:
+        return NAN
+    return (statistics.median(a) - floor) / (statistics.median(b) - floor)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A figure of contender A against contender B, paired by seed: ``of_medians`` (A's median against B's)
+    and ``per_seed`` (one value per pair). Ratios (``paired_ratio``) or differences (``paired_difference``)."""
+
+    of_medians: float
+    per_seed: list[float]
+
+    @property
+    def median(self) -> float:
+        """The median of the per-seed values (nan without pairs)."""
+        return statistics.median(self.per_seed) if self.per_seed else NAN
+
+    @property
+    def both(self) -> tuple[float, float]:
+        """(of medians, median of per-seed): the pair every ratio cell and claim quotes."""
+        return self.of_medians, self.median
+
+    def text(self, fmt: str = "{:.2f}") -> str:
+        """``of medians / median of per-seed``."""
+        return f"{fmt.format(self.of_medians)} / {fmt.format(self.median)}"
+
+
+def pair_up(a: Mapping[Hashable, float | None], b: Mapping[Hashable, float | None]) -> list[tuple[float, float]]:
+    """(a[k], b[k]) for every key (a seed, a repeat) both have a value for, in ``a``'s order; None is no value."""
+    return [(v, b[k]) for k, v in a.items() if v is not None and b.get(k) is not None]
+
+
+def paired_ratio(
+    pairs: Iterable[tuple[float, float]],
+    floor: float = 0.0,
+    medians: tuple[Iterable[float], Iterable[float]] | None = None,
+) -> Paired:
+    """A / B over ``pairs``: the ratio of medians and the per-seed ratios. ``floor`` is taken off both sides
+    first (a return measured above a random policy); a pair whose B is at the floor has no ratio.
+    ``medians``: the values the two medians are taken over, where runs without a partner count too
+    (default: the pairs' own)."""
+    pairs = list(pairs)
+    tops, bottoms = medians if medians is not None else ([a for a, _ in pairs], [b for _, b in pairs])
+    per_seed = [(a - floor) / (b - floor) for a, b in pairs if b != floor]
+    return Paired(ratio_of_medians(tops, bottoms, floor), per_seed)
+
+
+def paired_difference(pairs: Iterable[tuple[float, float]]) -> Paired:
+    """A - B over ``pairs``: the difference of medians and the per-seed differences."""
+    pairs = list(pairs)
+    if not pairs:
+        return Paired(NAN, [])
+    of_medians = statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)
+    return Paired(of_medians, [a - b for a, b in pairs])
+
+
+def by_seed(rows: Sequence[dict], contenders: Sequence[str], key: str = "contender") -> tuple[list[dict], list[int]]:
+    """[{"seed": s, contender: row, ...}] for the seeds every contender ran (the later row wins a duplicate), by
+    seed; and the seeds that lack one (a stopped comparison), left out of every paired figure."""
+    seeds: dict[int, dict] = {}
+    for row in rows:
+        seeds.setdefault(row["seed"], {"seed": row["seed"]})[row[key]] = row
+    complete = [entry for _, entry in sorted(seeds.items()) if all(c in entry for c in contenders)]
+    return complete, sorted(s for s, entry in seeds.items() if not all(c in entry for c in contenders))
+
+
+def ratio_cells(a: list[float | None], b: list[float | None], positive: bool = False) -> tuple[str, str]:
+    """A / B as two table cells: the ratio of medians, and the median (min-max) of the per-seed ratios
+    (``a[i]`` and ``b[i]`` are one seed's; None: no figure). ``positive``: returns, where a ratio only means
+    something when both are above 0. A run whose partner has no figure still counts in its contender's median."""
+    a_all = [x for x in a if x is not None]
+    b_all = [y for y in b if y is not None]
+    pairs = pair_up(dict(enumerate(a)), dict(enumerate(b)))
+    if positive:
+        pairs = [(x, y) for x, y in pairs if x > 0 and y > 0]
+    ratio = paired_ratio(pairs, medians=(a_all, b_all))
+    if a_all and b_all and (not positive or (statistics.median(a_all) > 0 and statistics.median(b_all) > 0)):
+        of_medians = f"{ratio.of_medians:.2f}"
+    else:
+        of_medians = "n/a" + (" (median return <= 0)" if positive and a_all and b_all else "")
+    if not pairs:
+        return of_medians, "n/a"
+    per_seed = fmt_mmm(ratio.per_seed, "{:.2f}")
+    if len(pairs) < len(a):
+        per_seed += f" [{len(pairs)}/{len(a)} seeds]"
+    return of_medians, per_seed
+
+
+def paired_ratios(pairs: Iterable[tuple[float, float]], floor: float = 0.0) -> tuple[float, float]:
+    """(ratio of medians, median of per-seed ratios) of (A, B) pairs."""
+    return paired_ratio(pairs, floor).both

@@ -32,16 +32,12 @@ the table renders every row at the newest budget, so the comparison runs in part
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import itertools
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import _harness
 import _report
 from latent_vs_pixel import REFERENCES, STAGES, human_normalised
 
@@ -71,23 +67,11 @@ FIGURE = _report.REPO_ROOT / "docs" / "images" / "atari_equal_cpu.png"
 COLOURS = {"pixel": "tab:grey", "real": "tab:blue", "stages": "tab:orange", "adaptive": "tab:green"}
 
 
-def _train(cmd: list[str], log: Path) -> float:
-    """One ``frugalrl train`` in its own process; its CPU-seconds (user + system, every thread)."""
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "frugalrl.cli", *cmd], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=_report.REPO_ROOT)  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(cmd[:4])} failed: {log.read_text().strip().splitlines()[-1:]}")
-    return usage.ru_utime + usage.ru_stime
-
-
 def curve(run_dir: Path) -> list[list[float]]:
     """[real agent step, process CPU-s, mean of the last 10 real training games] after each update that
     ended a real game, thinned to at most ``CURVE_POINTS`` points."""
     points, recent = [], []
-    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
+    for row in _harness.metrics(run_dir):
         if row.get("source") == "virtual" or row.get("episode_return") is None:
             continue
         recent = [*recent, row["episode_return"]][-10:]
@@ -104,23 +88,20 @@ def step_cap(variant: str, args: argparse.Namespace) -> int:
 
 
 def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdir: Path) -> dict:
-    """One ``frugalrl train`` at the CPU budget; its row (kept by the caller)."""
+    """One ``frugalrl train`` at the CPU budget; the figures of its row."""
     out = workdir / f"{game.split('/')[-1]}-{variant}-{seed}"
-    sets = [f"env.id={game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}", "threads=1",
+    sets = [f"env.id={game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}",
             f"{'ppo.total_timesteps' if variant == 'pixel' else 'total_real_steps'}"
             f"={step_cap(variant, args)}",
-            f"eval.episodes={args.eval_episodes}", "tracking.enabled=false", *OVERRIDES[variant]]  # fmt: skip
+            f"eval.episodes={args.eval_episodes}", *OVERRIDES[variant]]  # fmt: skip
     if variant != "pixel":
         sets.append(f"latent.encoder_from={args.encoder}")
     if variant == "adaptive":
         sets.append(f"latent.curriculum.target_score={REFERENCES[game][1]}")
-    cmd = ["train", str(_report.REPO_ROOT / "configs" / CONFIGS[variant]), "-o", str(out)]
-    cmd += [arg for item in sets for arg in ("--set", item)]
-    load = _report.load_average()
-    process_cpu_s = _train(cmd, workdir / f"{out.name}.log")
-    summary = json.loads((out / "summary.json").read_text())
+    run = _harness.train(_report.REPO_ROOT / "configs" / CONFIGS[variant], out, sets)
+    summary, process_cpu_s = run.summary, run.cpu_s
     points = curve(out)
-    row = {
+    return {
         "protocol": summary.get("eval_protocol", "?"),
         "cpu_budget_s": args.cpu_budget_s,
         "game": game,
@@ -139,9 +120,7 @@ def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdi
         "per_run_flops": summary.get("per_run_flops", summary.get("total_flops")),
         "curve": points,
         **{k: summary[k] for k in ("wm_reward_auc", "wm_imagined_events", "wm_real_events") if k in summary},
-        "load_before": load,
     }
-    return _report.stamp(args.common, **row)
 
 
 def encoder_row(rows_path: Path, run: dict) -> dict | None:
@@ -172,22 +151,17 @@ def run(args: argparse.Namespace) -> list[dict]:
     }  # fmt: skip  (a run its step cap ended is run again)
     # Seed by seed, the variants alternating within a seed (A B A B): a stopped comparison leaves whole pairs.
     # With --workers 2 the two contenders of a pair run at once, one per core, and share the machine alike.
-    jobs = [(game, variant, seed) for seed in args.seeds for game in args.games for variant in args.variants]
+    order = _harness.interleave(args.seeds, list(itertools.product(args.games, args.variants)))
+    jobs = [(game, variant, seed) for seed, (game, variant) in order]
     for job in [j for j in jobs if j in done and not args.redo]:
         print(f"{' '.join(map(str, job))}: kept row, skipped (--redo runs it again)", flush=True)
     todo = [j for j in jobs if j not in done or args.redo]
-    lock = threading.Lock()
 
-    def one(job: tuple[str, str, int]) -> None:
-        row = run_one(*job, args, workdir)
-        with lock:
-            _report.append_row(args.results, row)
-        print(f"{' '.join(map(str, job))}: score {row['score']:.2f}, {row['real_steps']:,} real steps in "
-              f"{row['train_cpu_s']:.0f} CPU-s", flush=True)  # fmt: skip
+    def line(row: dict) -> str:
+        return (f"{row['game']} {row['variant']} {row['seed']}: score {row['score']:.2f}, {row['real_steps']:,} real "
+                f"steps in {row['train_cpu_s']:.0f} CPU-s")  # fmt: skip
 
-    with ThreadPoolExecutor(args.workers) as pool:
-        for future in [pool.submit(one, job) for job in todo]:
-            future.result()
+    _harness.measure(todo, lambda job: run_one(*job, args, workdir), args.results, args.common, line, args.workers)
     return [r for r in _report.read_rows(args.results) if r.get("cpu_budget_s") == args.cpu_budget_s]
 
 
@@ -428,10 +402,13 @@ def main() -> None:
         parser.error("--steps-per-cpu-s takes VARIANT=N pairs, e.g. pixel=260 real=1370")
     if set(args.steps_per_cpu_s) - set(STEPS_PER_CPU_S):
         parser.error(f"--steps-per-cpu-s: variants are {sorted(STEPS_PER_CPU_S)}")
-    rows = _report.read_rows(args.results) if args.report_only else run(args)
-    if args.write and rows:
-        plot_curves(latest(rows)[0])
-    _report.emit("atari_equal_cpu", render(rows, args.results) if rows else _report.no_rows("atari_equal_cpu"), args)
+
+    def render_and_plot(rows: list[dict], results: Path) -> str:
+        if args.write:  # the figure the doc shows, from the same rows
+            plot_curves(latest(rows)[0])
+        return render(rows, results)
+
+    _report.run_or_render("atari_equal_cpu", args, run, render_and_plot, select=lambda rows, _: rows)
 
 
 if __name__ == "__main__":

@@ -31,14 +31,12 @@ pass does not depend on the weights.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import _harness
 import _report
 
 CONTENDERS = ("env", "envpool", "encode", "encode_graph", "latent", "pixel", "sb3")
@@ -183,21 +181,19 @@ def worker(kind: str, args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common(game=args.game, envs=args.envs, steps=args.steps,
                                   encoder=args.encoder or "fresh")  # fmt: skip
-    rows = []
-    for repeat in range(args.repeats):
-        for kind in args.contenders:  # alternating: every repeat runs every contender once, in turn
-            load = _report.load_average()
-            cmd = [sys.executable, __file__, "--worker", kind, "--game", args.game, "--envs", str(args.envs),
-                   "--steps", str(args.steps), *(["--encoder", args.encoder] if args.encoder else [])]  # fmt: skip
-            out = subprocess.run(cmd, capture_output=True, text=True, cwd=_report.REPO_ROOT)
-            if out.returncode != 0:
-                raise RuntimeError(f"{kind} failed: {out.stderr.strip().splitlines()[-1:]}")
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-            row = _report.stamp(common, contender=kind, repeat=repeat, load_before=load, **result)
-            _report.append_row(args.results, row)
-            rows.append(row)
-            print(f"{kind:>12} repeat {repeat}: {_cpu_min(row)}", flush=True)
-    return rows
+
+    def one(job: tuple[int, str]) -> dict:
+        repeat, kind = job
+        worker_args = ["--worker", kind, "--game", args.game, "--envs", args.envs, "--steps", args.steps,
+                       *(["--encoder", args.encoder] if args.encoder else [])]  # fmt: skip
+        return {"contender": kind, "repeat": repeat, **_harness.worker(__file__, worker_args)}
+
+    def line(row: dict) -> str:
+        return f"{row['contender']:>12} repeat {row['repeat']}: {_cpu_min(row)}"
+
+    # alternating: every repeat runs every contender once, in turn
+    jobs = _harness.interleave(range(args.repeats), args.contenders)
+    return _harness.measure(jobs, one, args.results, common, line)
 
 
 def _cpu_min(row: dict) -> str:
@@ -246,6 +242,9 @@ def render(rows: list[dict], results: Path) -> str:
     def per_step(kind: str) -> dict[int, float]:
         return {r["repeat"]: r["cpu_s"] / r["steps"] for r in by.get(kind, []) if "cpu_s" in r}
 
+    def per_million(kind: str) -> list[float]:
+        return [r["cpu_s"] / r["steps"] * PER_MILLION for r in by[kind]]
+
     ratios = []
     for a, b, name in (
         ("latent", "pixel", "latent / pixel"),
@@ -254,9 +253,10 @@ def render(rows: list[dict], results: Path) -> str:
         ("latent", "env", "latent / env alone"),
     ):
         if a in medians and b in medians:
-            mine, theirs = per_step(a), per_step(b)
-            paired = [mine[k] / theirs[k] for k in mine if k in theirs]
-            ratios.append(f"{name} {medians[a] / medians[b]:.2f}x ({statistics.median(paired):.2f}x)")
+            paired = _report.paired_ratio(
+                _report.pair_up(per_step(a), per_step(b)), medians=(per_million(a), per_million(b))
+            )
+            ratios.append(f"{name} {paired.of_medians:.2f}x ({paired.median:.2f}x)")
     if ratios:
         lines += ["", "CPU-time ratios, ratio of medians (median of per-repeat ratios): " + "; ".join(ratios) + "."]
     if "latent" in medians:  # issue 31's target for the frozen-encoder latent policy
@@ -280,10 +280,11 @@ def main() -> None:
     parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
     parser.add_argument("--encoder", help="a trained encoder.pt (default: a freshly initialised one)")
     parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     _report.add_output_args(parser, "atari_throughput")
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args)))
+        _harness.write_result(worker(args.worker, args), args.result)
         return
     _report.run_or_render("atari_throughput", args, run, render)
 

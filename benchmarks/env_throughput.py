@@ -43,6 +43,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+import _harness
 import _report
 
 DEFAULT_ENVS = ("CartPole-v1", "ALE/Breakout-v5", "HalfCheetah-v5")
@@ -216,21 +217,20 @@ def run(args: argparse.Namespace) -> list[dict]:
     rows = []
     for env_id in args.envs:
         steps = args.steps or DEFAULT_STEPS.get(env_id, FALLBACK_STEPS)
-        contenders = contenders_for(env_id, args.num_envs)
-        for repeat in range(args.repeats):
-            for contender in contenders:
-                load_before = _report.load_average()
-                rate, n = measure(contender, steps, args.seed + repeat)
-                role = "factory" if contender.factory else ("baseline" if contender.baseline else "informative")
-                row = _report.stamp(common, env_id=env_id, repeat=repeat, contender=contender.name, role=role,
-                                    parallelism=contender.parallelism, counted=n, rate=rate,
-                                    load_before=load_before)  # fmt: skip
-                _report.append_row(args.results, row)
-                rows.append(row)
-                print(
-                    f"{env_id:18s} repeat {repeat + 1}/{args.repeats}  {contender.name:70s} {rate:12,.0f} steps/s",
-                    flush=True,
-                )
+
+        def one(job: tuple[int, Contender], env_id: str = env_id, steps: int = steps) -> dict:
+            repeat, contender = job
+            rate, n = measure(contender, steps, args.seed + repeat)
+            role = "factory" if contender.factory else ("baseline" if contender.baseline else "informative")
+            return dict(env_id=env_id, repeat=repeat, contender=contender.name, role=role,
+                        parallelism=contender.parallelism, counted=n, rate=rate)  # fmt: skip
+
+        def line(row: dict) -> str:
+            return (f"{row['env_id']:18s} repeat {row['repeat'] + 1}/{args.repeats}  {row['contender']:70s} "
+                    f"{row['rate']:12,.0f} steps/s")  # fmt: skip
+
+        jobs = _harness.interleave(range(args.repeats), contenders_for(env_id, args.num_envs))
+        rows += _harness.measure(jobs, one, args.results, common, line)
     return rows
 
 
@@ -247,7 +247,7 @@ def render(all_rows: list[dict], results: Path) -> str:
         baseline = next(n for n in names if info[n]["role"] == "baseline")
         rows = []
         for name in names:
-            paired = [f / r for f, r in zip(rates[factory], rates[name], strict=True)]
+            paired = _report.paired_ratio(zip(rates[factory], rates[name], strict=True)).per_seed
             role = {"baseline": "**baseline**"}.get(info[name]["role"], info[name]["role"])
             rows.append(
                 [
@@ -259,7 +259,7 @@ def render(all_rows: list[dict], results: Path) -> str:
                     "1" if name == factory else _report.fmt_mmm(paired, "{:.2f}"),
                 ]
             )
-        head = [f / b for f, b in zip(rates[factory], rates[baseline], strict=True)]
+        head = _report.paired_ratio(zip(rates[factory], rates[baseline], strict=True)).per_seed
         summary_rows.append(
             [
                 env_id,

@@ -17,31 +17,25 @@ the same gradients. The seed claims 75% less communication and 2.8x distributed 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+import _harness
 import _report
+from _report import median_of
 
 CONFIGS = {"CartPole-v1": "cartpole-ppo.yaml", "LunarLander-v3": "lunarlander-ppo.yaml"}
 
 
 def run(env: str, seed: int, variant: str, topk: float, steps: int, episodes: int, root: Path) -> dict:
     out = root / f"{env}-{seed}-{variant}-{topk}"
-    sets = ["tracking.enabled=false", f"seed={seed}", f"ppo.total_timesteps={steps}", f"eval.episodes={episodes}"]
+    sets = [f"seed={seed}", f"ppo.total_timesteps={steps}", f"eval.episodes={episodes}"]
     if variant != "single":
         sets += ["distributed.workers=2", f"distributed.mode={'dense' if variant == 'dense' else 'topk'}",
                  f"distributed.topk={topk}"]  # fmt: skip
-    cmd = [sys.executable, "-m", "frugalrl.cli", "train", str(_report.REPO_ROOT / "configs" / CONFIGS[env]),
-           "--out", str(out), *[a for s in sets for a in ("--set", s)]]  # fmt: skip
-    load_before = _report.load_average()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{env} {variant} seed {seed}: {proc.stderr.strip().splitlines()[-1:]}")
-    summary = json.loads((out / "summary.json").read_text())
+    # threads as the config has them: the 2 gloo workers are 2 processes
+    summary = _harness.train(_report.REPO_ROOT / "configs" / CONFIGS[env], out, sets, threads=None).summary
     steps_all = summary.get("real_env_steps_all_workers", summary["real_env_steps"])
     row = {
         "env": env, "seed": seed, "variant": variant if variant != "topk" else f"topk {topk:g}",
@@ -53,15 +47,13 @@ def run(env: str, seed: int, variant: str, topk: float, steps: int, episodes: in
         "total_flops": summary["total_flops"],
         "sync_flops": summary.get("flops_by_phase", {}).get("gradient_sync", {}).get("flops", 0.0),
         **{k: summary.get(f"fusion_{k}", 0.0) for k in ("encode_s", "comm_s", "decode_s")},
-        "load_before": load_before,
     }  # fmt: skip
-    print(f"{env:<14} seed {seed} {row['variant']:<10} eval {row['eval_mean']:8.1f}  sent {row['bytes_sent']:>14,.0f}"
-          f"  wire {row['wire_bytes']:>14,.0f}  sps {row['sps']:7.0f}", flush=True)  # fmt: skip
     return row
 
 
-def _med(rows: list[dict], key: str) -> float:
-    return statistics.median(r[key] for r in rows)
+def line(row: dict) -> str:
+    return (f"{row['env']:<14} seed {row['seed']} {row['variant']:<10} eval {row['eval_mean']:8.1f}  sent "
+            f"{row['bytes_sent']:>14,.0f}  wire {row['wire_bytes']:>14,.0f}  sps {row['sps']:7.0f}")  # fmt: skip
 
 
 def report(rows: list[dict], results: Path) -> str:
@@ -87,20 +79,23 @@ def report(rows: list[dict], results: Path) -> str:
         for variant in dict.fromkeys(r["variant"] for r in mine):
             sel = [r for r in mine if r["variant"] == variant]
             evals = [r["eval_mean"] for r in sel]
-            per_seed = [r["eval_mean"] / by_seed[r["seed"]]["eval_mean"] for r in sel
-                        if r["seed"] in by_seed and by_seed[r["seed"]]["eval_mean"]]  # fmt: skip
-            ratio = (f"{statistics.median(evals) / _med(dense, 'eval_mean'):.3f} / {statistics.median(per_seed):.3f}"
-                     if dense and per_seed else "-")  # fmt: skip
-            sent, wire = _med(sel, "bytes_sent"), _med(sel, "wire_bytes")
-            dense_wire = _med(dense, "wire_bytes") if dense else 0.0
+            ours, dense_by_seed = (
+                {r["seed"]: r["eval_mean"] for r in sel},
+                {s: r["eval_mean"] for s, r in by_seed.items()},
+            )
+            pairs = [(a, b) for a, b in _report.pair_up(ours, dense_by_seed) if b]
+            paired = _report.paired_ratio(pairs, medians=(evals, [r["eval_mean"] for r in dense]))
+            ratio = paired.text("{:.3f}") if dense and pairs else "-"
+            sent, wire = median_of(sel, "bytes_sent"), median_of(sel, "wire_bytes")
+            dense_wire = median_of(dense, "wire_bytes") if dense else 0.0
             sync = statistics.median(r["sync_flops"] / r["total_flops"] for r in sel) if sent else None
             table.append([
                 variant, len(sel), _report.fmt_mmm(evals, "{:.1f}"), ratio,
                 f"{sent:,.0f}" if sent else "-", f"{wire:,.0f}" if wire else "-",
                 f"{(1 - wire / dense_wire) * 100:.1f}%" if wire and dense_wire else "-",
                 f"{sync:.2%}" if sync is not None else "-",
-                " / ".join(f"{_med(sel, k):.1f}" for k in ("encode_s", "comm_s", "decode_s")) if sent else "-",
-                f"{_med(sel, 'sps'):,.0f}",
+                " / ".join(f"{median_of(sel, k):.1f}" for k in ("encode_s", "comm_s", "decode_s")) if sent else "-",
+                f"{median_of(sel, 'sps'):,.0f}",
             ])  # fmt: skip
         header = ["variant", "seeds", "eval return", "return / dense (of medians / per seed)", "payload per worker",
                   "on the wire per worker", "fewer wire bytes than dense", "sync FLOPs / total",
@@ -118,24 +113,17 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=20)
     _report.add_output_args(parser, "fusion")
     args = parser.parse_args()
-    if args.report_only:
-        rows = _report.newest_batch(_report.read_rows(args.results))
 
-    else:
+    def run_all(args: argparse.Namespace) -> list[dict]:
         common = _report.batch_common(steps=args.steps, eval_episodes=args.eval_episodes)
-        rows = []
+        variants = [("single", 1.0), ("dense", 1.0), *[("topk", k) for k in args.topk]]
+        seeds = range(1, args.seeds + 1)
+        jobs = [(env, seed, *v) for env in args.envs for seed, v in _harness.interleave(seeds, variants)]
         with tempfile.TemporaryDirectory() as tmp:
-            for env in args.envs:
-                for seed in range(1, args.seeds + 1):
-                    variants = [("single", 1.0), ("dense", 1.0), *[("topk", k) for k in args.topk]]
-                    for variant, topk in variants:
-                        row = _report.stamp(common, **run(env, seed, variant, topk, args.steps, args.eval_episodes,
-                                                           Path(tmp)))  # fmt: skip
-                        _report.append_row(args.results, row)
-                        rows.append(row)
-    if not rows:
-        return _report.emit("fusion", _report.no_rows("fusion"), args)
-    _report.emit("fusion", report(rows, args.results), args)
+            return _harness.measure(jobs, lambda job: run(*job, args.steps, args.eval_episodes, Path(tmp)),
+                                    args.results, common, line)  # fmt: skip
+
+    _report.run_or_render("fusion", args, run_all, report)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+import _harness
 import _report
 from frugalrl.config import load_config
 from frugalrl.cost import CostMeter
@@ -34,9 +35,11 @@ def run(args: argparse.Namespace) -> list[dict]:
     data = collect_frames(base)
     probe_data = collect_frames(base, steps=args.probe_frames, seed=777)
     common = _report.batch_common(frames=args.frames, updates=args.updates, probe_frames=args.probe_frames)
-    rows, ceiling = [], None
-    for objective, dim in args.variants:
-        load_before = _report.load_average()
+    ceiling = None
+
+    def one(variant: tuple[str, int]) -> dict:  # in this process, one encoder after another
+        nonlocal ceiling
+        objective, dim = variant
         config = load_config(
             CONFIG,
             [
@@ -55,17 +58,15 @@ def run(args: argparse.Namespace) -> list[dict]:
         if ceiling is None:
             ceiling = {k: probe[k] for k in probe if k.startswith(("r2_cnn", "ball_ceiling", "paddle_ceiling"))}
         figures = {**metrics, **probe, **ceiling, "objective": objective, "latent_dim": dim}
-        row = _report.stamp(common, **figures, config_hash=config.hash(), train_s=round(train_s, 1),
-                            load_before=load_before)  # fmt: skip
-        _report.append_row(args.results, row)
-        rows.append(row)
-        print(
-            f"{objective:<9} d={dim:<3} psnr {row['psnr_db']:6.2f}  ball mlp {row['ball_r2_mlp']:.3f} "
-            f"lin {row['ball_r2_linear']:.3f}  paddle {row['paddle_r2_mlp']:.3f}  "
-            f"(ceiling ball {row['ball_ceiling_r2']:.3f} paddle {row['paddle_ceiling_r2']:.3f})  {train_s:.0f}s",
-            flush=True,
-        )
-    return rows
+        return {**figures, "config_hash": config.hash(), "train_s": round(train_s, 1)}
+
+    def line(row: dict) -> str:
+        return (f"{row['objective']:<9} d={row['latent_dim']:<3} psnr {row['psnr_db']:6.2f}  ball mlp "
+                f"{row['ball_r2_mlp']:.3f} lin {row['ball_r2_linear']:.3f}  paddle {row['paddle_r2_mlp']:.3f}  "
+                f"(ceiling ball {row['ball_ceiling_r2']:.3f} paddle {row['paddle_ceiling_r2']:.3f})  "
+                f"{row['train_s']:.0f}s")  # fmt: skip
+
+    return _harness.measure(args.variants, one, args.results, common, line)
 
 
 def _vs_copy(row: dict, k: int) -> str:

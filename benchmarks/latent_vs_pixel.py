@@ -35,15 +35,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import _harness
 import _report
 
 CONFIGS = _report.REPO_ROOT / "configs"
@@ -86,7 +82,6 @@ RESULTS = _report.RESULTS_DIR / "latent_vs_pixel.jsonl"
 # comparable with the references. They stay in the file; the table renders full-game rows only.
 PROTOCOL = "atari100k-full-game"
 SINGLE_LIFE_PROTOCOL = "atari100k"
-_lock = threading.Lock()
 
 
 def human_normalised(game: str, score: float) -> float | None:
@@ -96,52 +91,21 @@ def human_normalised(game: str, score: float) -> float | None:
     return (score - random) / (human - random)
 
 
-def iqm(values: list[float]) -> float:
-    """Interquartile mean (Agarwal et al. 2021): the mean of the middle 50% of the sorted values."""
-    ordered = sorted(values)
-    cut = len(ordered) // 4
-    middle = ordered[cut : len(ordered) - cut] or ordered
-    return sum(middle) / len(middle)
-
-
 def learning_curve(run_dir: Path) -> tuple[float | None, float | None]:
     """(first real training-episode score, mean score of the first 10 real training episodes)."""
-    scores = []
-    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record.get("episode_return") is not None and record.get("source") != "virtual":
-            scores.append(record["episode_return"])
+    scores = [r["episode_return"] for r in _harness.metrics(run_dir)
+              if r.get("episode_return") is not None and r.get("source") != "virtual"]  # fmt: skip
     return (scores[0], statistics.mean(scores[:10])) if scores else (None, None)
-
-
-def _run(args: list[str], cwd: Path) -> float:
-    """Run one ``frugalrl`` command; its CPU seconds (user + system, all its threads).
-
-    CPU seconds are the time figure that survives a shared machine: two runs at once on two
-    cores stretch each other's wall-clock, not the CPU work each needs.
-    """
-    log = cwd / f"run-{os.getpid()}-{threading.get_ident()}.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "frugalrl.cli", *args], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=cwd)  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:3])} failed: {log.read_text().strip().splitlines()[-1:]}")
-    return usage.ru_utime + usage.ru_stime
-
-
-def _sets(items: list[str]) -> list[str]:
-    return [arg for item in ["tracking.enabled=false", "threads=1", *items] for arg in ("--set", item)]
 
 
 def pretrain_shared(args: argparse.Namespace, workdir: Path) -> Path:
     """One encoder on all ``--games`` (never the held-out ones); its row is kept like a run's."""
     out = (args.encoder_dir or workdir) / "encoder"
     sets = [f"latent.pretrain_updates={args.pretrain_updates}", f"latent.collect_steps={args.collect_steps}"]
-    cpu_s = _run(["pretrain", "encoder", "-c", str(CONFIGS / "atari100k-encoder.yaml"), "-o", str(out),
-                  "--games", *args.games, *_sets(sets)], workdir)  # fmt: skip
-    keep_encoder_row(out, args, cpu_s)
+    # CPU seconds: the time figure that survives a shared machine (runs at once stretch each other's wall-clock)
+    run = _harness.cli(["pretrain", "encoder", "-c", CONFIGS / "atari100k-encoder.yaml", "-o", out,
+                        "--games", *args.games], out, sets, cwd=workdir)  # fmt: skip
+    keep_encoder_row(out, args, run.cpu_s)
     return out
 
 
@@ -164,9 +128,9 @@ def keep_encoder_row(out: Path, args: argparse.Namespace, cpu_s: float | None = 
         "per_game": summary.get("per_game", {}),
         "probe": probe,
     }
-    _report.append_row(args.results, _report.stamp(args.common, **row))
-    print(f"shared encoder: {summary['total_flops'] / 1e12:.1f} TFLOPs, {summary['wall_s']:.0f} s, "
-          f"PSNR {summary['psnr_db']} dB", flush=True)  # fmt: skip
+    _harness.record(args.results, _report.stamp(args.common, **row),
+                    f"shared encoder: {summary['total_flops'] / 1e12:.1f} TFLOPs, {summary['wall_s']:.0f} s, "
+                    f"PSNR {summary['psnr_db']} dB")  # fmt: skip
 
 
 def wait_for(path: Path, timeout_s: float = 4 * 3600) -> None:
@@ -183,12 +147,12 @@ def wait_for(path: Path, timeout_s: float = 4 * 3600) -> None:
         waited += 15
 
 
-def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argparse.Namespace, workdir: Path) -> None:
+def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argparse.Namespace, workdir: Path) -> dict:
+    """One ``frugalrl train`` (its own process, CPU-seconds measured); the figures of its row."""
     run_dir = Path(tempfile.mkdtemp(dir=workdir)) / variant
     common = [f"seed={seed}", f"env.id={game}", f"eval.episodes={args.eval_episodes}"]
     if variant == "pixel":
-        cpu_s = _run(["train", str(CONFIGS / "atari100k-ppo.yaml"), "--out", str(run_dir),
-              *_sets([*common, f"ppo.total_timesteps={args.steps}"])], workdir)  # fmt: skip
+        run = _harness.train(CONFIGS / "atari100k-ppo.yaml", run_dir, [*common, f"ppo.total_timesteps={args.steps}"])
     else:
         wait_for(encoder / "encoder.pt")
         extra = HELD_OUT_VARIANTS[variant] if game in args.held_out else VARIANTS[variant]
@@ -197,11 +161,11 @@ def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argp
         if variant == "adaptive":  # more real data once the return passes 80% of the game's human score
             extra = [*extra, f"latent.curriculum.target_score={REFERENCES.get(game, (0, args.target_score))[1]}"]
         sets = [*common, f"total_real_steps={args.steps}", f"latent.encoder_from={encoder}", *extra]
-        cpu_s = _run(["train", str(CONFIGS / "atari100k-latent.yaml"), "--out", str(run_dir), *_sets(sets)], workdir)
-    summary = json.loads((run_dir / "summary.json").read_text())
+        run = _harness.train(CONFIGS / "atari100k-latent.yaml", run_dir, sets)
+    summary, cpu_s = run.summary, run.cpu_s
     shared = summary.get("shared_pretrain_flops", 0.0)
     first, early = learning_curve(run_dir)
-    row = {
+    return {
         "protocol": PROTOCOL,
         "kind": "run",
         "game": game,
@@ -224,12 +188,12 @@ def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argp
         "early_score": early,
         **{key: summary.get(key) for key in QUALITY},
     }
-    row = _report.stamp(args.common, **row)
-    with _lock:
-        _report.append_row(args.results, row)
-        print(f"{game:<18} seed {seed}  {variant:<8} score {row['score']:8.2f}  real {row['real_env_steps']:>7,}  "
-              f"virtual {row['virtual_env_steps']:>8,}  TFLOPs {row['per_run_flops'] / 1e12:7.2f}  "
-              f"s {row['train_s']:6.0f}", flush=True)  # fmt: skip
+
+
+def line(row: dict) -> str:
+    return (f"{row['game']:<18} seed {row['seed']}  {row['variant']:<8} score {row['score']:8.2f}  real "
+            f"{row['real_env_steps']:>7,}  virtual {row['virtual_env_steps']:>8,}  TFLOPs "
+            f"{row['per_run_flops'] / 1e12:7.2f}  s {row['train_s']:6.0f}")  # fmt: skip
 
 
 NO_ROWS = (
@@ -254,12 +218,8 @@ def select(rows: list[dict], protocol: str = PROTOCOL) -> tuple[list[dict], dict
 
 def _ratio_cells(mine: list[dict], pixel: dict[int, dict], key: str) -> str:
     """ratio of medians / median of per-seed ratios, against pixel PPO of the same seed."""
-    paired = [(r[key], pixel[r["seed"]][key]) for r in mine if r["seed"] in pixel]
-    if not paired:
-        return "-"
-    of_medians = statistics.median(a for a, _ in paired) / statistics.median(b for _, b in paired)
-    per_seed = statistics.median(a / b for a, b in paired)
-    return f"{of_medians:.3f} / {per_seed:.3f}"
+    paired = _report.pair_up({r["seed"]: r[key] for r in mine}, {s: r[key] for s, r in pixel.items()})
+    return _report.paired_ratio(paired).text("{:.3f}") if paired else "-"
 
 
 def break_even(shared: float, latent: float, pixel: float) -> str:
@@ -354,7 +314,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
             pixel_flops = statistics.median(r["per_run_flops"] for r in pixel.values()) if pixel else None
             table.append([
                 DESCRIPTIONS[variant], len(mine), _report.fmt_mmm(scores, "{:.1f}"),
-                f"{iqm([s for r in mine for s in r['episode_scores']]):.1f}",
+                f"{_report.iqm([s for r in mine for s in r['episode_scores']]):.1f}",
                 f"{statistics.median(normed):.3f}" if normed else "-",
                 f"{statistics.median(r['real_frames'] for r in mine):,.0f}",
                 f"{statistics.median(r['virtual_env_steps'] for r in mine):,.0f}",
@@ -460,10 +420,17 @@ def main() -> None:
                                         (args.held_out, held_variants))
                 for game in games for variant in variants]  # fmt: skip
         jobs.sort(key=lambda job: 1 if job[2] != "pixel" else (2 if job[0] in args.held_out else 0))
-        with ThreadPoolExecutor(args.workers) as pool:
-            for job in [pool.submit(run_one, *j, encoder, args, workdir) for j in jobs]:
-                job.result()
-    _report.emit("latent_vs_pixel", report(_report.read_rows(args.results), args), args)
+
+    def run(args: argparse.Namespace) -> list[dict]:
+        def one(job: tuple[str, int, str]) -> dict:  # rows here keep no load before (they never did)
+            row = _report.stamp(args.common, **run_one(*job, encoder, args, workdir))
+            return _harness.record(args.results, row, line(row))
+
+        _harness.parallel(one, jobs, args.workers)
+        return _report.read_rows(args.results)  # the table renders every kept row at the newest budget
+
+    _report.run_or_render("latent_vs_pixel", args, run, lambda rows, _: report(rows, args), lambda rows, _: rows,
+                          empty=NO_ROWS)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ ledger only through its rows.
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import median
 
 import _report
+from _report import paired_difference, paired_ratios
 
 RESULTS = _report.RESULTS_DIR
 SECTION = "claims_ledger"
@@ -50,15 +51,6 @@ class Claim:
 
 def rows_of(name: str) -> list[dict]:
     return _report.read_rows(RESULTS / f"{name}.jsonl")
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def ratios(pairs: list[tuple[float, float]]) -> tuple[float, float]:
-    """(ratio of medians, median of per-seed ratios) of (variant, baseline) pairs."""
-    return median([a for a, _ in pairs]) / median([b for _, b in pairs]), median([a / b for a, b in pairs])
 
 
 def both(pair: tuple[float, float], fmt: str = "{:.2f}") -> str:
@@ -109,10 +101,10 @@ def pivot_cut(env: str, claimed_cut: float, claimed_ratio: float, command: str) 
         if not pairs:
             return no_rows("pivot_vs_ppo", command)
         rand = random_return(env)
-        flops = ratios([(p["train_flops"], b["train_flops"]) for p, b in pairs])
+        flops = paired_ratios([(p["train_flops"], b["train_flops"]) for p, b in pairs])
         # return above a random policy, so envs with negative returns read the same way
-        ret = ratios([(p["eval_mean"] - rand, b["eval_mean"] - rand) for p, b in pairs])
-        secs = ratios([(p["train_s"], b["train_s"]) for p, b in pairs])
+        ret = paired_ratios([(p["eval_mean"] - rand, b["eval_mean"] - rand) for p, b in pairs])
+        secs = paired_ratios([(p["train_s"], b["train_s"]) for p, b in pairs])
         _, controls = pivot_pairs(env, "random")
         ctrl = median([c["eval_mean"] for c, _ in controls]) if controls else None
         cut = 1 - max(flops)
@@ -162,7 +154,7 @@ def pivot_time() -> Finding:
         if not pairs:
             continue
         rows += batch
-        secs = ratios([(p["train_s"], b["train_s"]) for p, b in pairs])
+        secs = paired_ratios([(p["train_s"], b["train_s"]) for p, b in pairs])
         rand = random_return(env)
         kept = median([(p["eval_mean"] - rand) / (b["eval_mean"] - rand) for p, b in pairs])
         parts.append(f"{env}: time {both(secs)}, return kept {kept:.3f}")
@@ -187,8 +179,8 @@ def pivot_overall() -> Finding:
             continue
         rows += batch
         rand = random_return(env)
-        flops = ratios([(p["train_flops"], b["train_flops"]) for p, b in pairs])
-        ret = ratios([(p["eval_mean"] - rand, b["eval_mean"] - rand) for p, b in pairs])
+        flops = paired_ratios([(p["train_flops"], b["train_flops"]) for p, b in pairs])
+        ret = paired_ratios([(p["eval_mean"] - rand, b["eval_mean"] - rand) for p, b in pairs])
         parts.append(f"{env}: FLOPs {both(flops)}, return above random {both(ret, '{:.3f}')}")
         ok.append(1 - max(flops) >= 0.45 and min(ret) >= 0.98)
         direction.append(max(flops) < 1)
@@ -227,7 +219,7 @@ def pivot_transfer() -> Finding:
     finite = [s for s in seeds if float("inf") not in (by[("transfer", s)]["steps"], by[("scratch", s)]["steps"])]
     pairs = [(by[("transfer", s)]["steps"], by[("scratch", s)]["steps"]) for s in finite]
     sooner = sum(a < b for a, b in pairs)
-    steps = ratios(pairs) if pairs else None
+    steps = paired_ratios(pairs) if pairs else None
     measured = (
         f"CartPole -> Acrobot (the seed's MountainCar pair not measured): env steps to -100, transfer / "
         f"scratch {both(steps, '{:.3f}') if steps else 'n/a'}; sooner on {sooner} of {len(pairs)} seeds; the "
@@ -309,8 +301,8 @@ def latent_cost() -> Finding:
              if r["variant"] == "stages" and (r["game"], r["seed"]) in pixel]  # fmt: skip
     if not pairs:
         return no_rows("latent_vs_pixel", LATENT_COMMAND)
-    flops = ratios([(a["per_run_flops"], b["per_run_flops"]) for a, b in pairs])
-    cpu = ratios([(a["cpu_s"], b["cpu_s"]) for a, b in pairs])
+    flops = paired_ratios([(a["per_run_flops"], b["per_run_flops"]) for a, b in pairs])
+    cpu = paired_ratios([(a["cpu_s"], b["cpu_s"]) for a, b in pairs])
     shared = f"; the shared encoder ({encoder['pretrain_flops'] / 1e12:.1f} TFLOPs) is listed once" if encoder else ""
     verdict = (
         "confirmed"
@@ -444,12 +436,10 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
         seeds = sorted(s for v, s in by if v == variant and ("plain", s) in by)
         if not seeds:
             return no_rows("rmt_ablation", RMT_COMMAND)
-        diffs = {key: [by[(variant, s)][key] - by[("plain", s)][key] for s in seeds]
-                 for key in ("eval_mean", "mean_train_return")}  # fmt: skip
-        of_medians = {
-            key: median([by[(variant, s)][key] for s in seeds]) - median([by[("plain", s)][key] for s in seeds])
-            for key in diffs
-        }
+        paired = {key: paired_difference([(by[(variant, s)][key], by[("plain", s)][key]) for s in seeds])
+                  for key in ("eval_mean", "mean_train_return")}  # fmt: skip
+        diffs = {key: p.per_seed for key, p in paired.items()}
+        of_medians = {key: p.of_medians for key, p in paired.items()}
         higher = {key: sum(d > 0 for d in values) for key, values in diffs.items()}
         same_work = all(by[(variant, s)]["optimizer_steps"] == by[("plain", s)]["optimizer_steps"] for s in seeds)
         plain_curve = median([by[("plain", s)]["mean_train_return"] for s in seeds])
@@ -501,8 +491,8 @@ def fusion_bytes() -> Finding:
         return no_rows("fusion", command)
     dense = {r["seed"]: r for r in rows if r["variant"] == "dense"}
     topk = [r for r in rows if r["variant"] == "topk 0.2"]
-    wire = ratios([(r["wire_bytes"], dense[r["seed"]]["wire_bytes"]) for r in topk])
-    ret = ratios([(r["eval_mean"], dense[r["seed"]]["eval_mean"]) for r in topk])
+    wire = paired_ratios([(r["wire_bytes"], dense[r["seed"]]["wire_bytes"]) for r in topk])
+    ret = paired_ratios([(r["eval_mean"], dense[r["seed"]]["eval_mean"]) for r in topk])
     payload = median([r["bytes_sent"] / dense[r["seed"]]["bytes_sent"] for r in topk])
     scale = ", ".join(f"{w} workers {1 - w * payload / 2:.0%}" for w in (4, 8))
     measured = (
@@ -526,7 +516,7 @@ def env_speed() -> Finding:
         mine = [r for r in rows if r["env_id"] == env]
         fac = {r["repeat"]: r["rate"] for r in mine if r["role"] == "factory"}
         base = {r["repeat"]: r["rate"] for r in mine if r["role"] == "baseline"}
-        pair = ratios([(fac[k], base[k]) for k in fac if k in base])
+        pair = paired_ratios([(fac[k], base[k]) for k in fac if k in base])
         parts.append(f"{env}: {both(pair)}x a plain gymnasium loop ({1e6 / median(list(fac.values())):.1f} us "
                      "per step)")  # fmt: skip
         best.append(min(pair))

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+import _harness
 import _report
 
 RESULTS = _report.RESULTS_DIR / "peft_methods.jsonl"
@@ -37,9 +35,9 @@ NO_ROWS = (
 )
 
 
-def store(out: Path, common: dict, results: Path) -> list[dict]:
+def store(run: _harness.Run, common: dict, results: Path) -> list[dict]:
     """One row per line of the comparison's table (medians over seeds), with the comparison's summary."""
-    summary = json.loads((out / "summary.json").read_text())
+    out, summary = run.out, run.summary
     keep = ("source", "source_return", "steps", "seeds", "source_train_flops", "best_method")
     rows = []
     for line in csv.DictReader((out / "peft_table.csv").open()):
@@ -49,11 +47,9 @@ def store(out: Path, common: dict, results: Path) -> list[dict]:
     return rows
 
 
-def report(stored: list[dict]) -> str:
-    if not stored:
-        return NO_ROWS
+def report(stored: list[dict], results: Path = RESULTS) -> str:
     summary, rows = stored[0], [r["table_row"] for r in stored]
-    lines = [*_report.rows_lines(stored, RESULTS), *(f"- {line}" for line in
+    lines = [*_report.rows_lines(stored, results), *(f"- {line}" for line in
         [
             f"source: {summary['source']} (SAC, RL Zoo settings), evaluation return {summary['source_return']:.1f} "
             "on the unchanged task",
@@ -94,19 +90,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "peft_methods")
     _report.add_output_args(parser, "peft_methods")
     args = parser.parse_args()
-    if args.report_only:
-        rows = _report.newest_batch(_report.read_rows(args.results))
-    else:
+
+    def run(args: argparse.Namespace) -> list[dict]:
         common = _report.batch_common(load_before=_report.load_average())
-        sets = ["tracking.enabled=false", *args.overrides]
+        sets = [*args.overrides]
         sets += [f"peft.source={args.source}"] if args.source else []
         sets += [f"peft.steps={args.steps}"] if args.steps else []
         sets += [f"peft.seeds={args.seeds}"] if args.seeds else []
-        cmd = [sys.executable, "-m", "frugalrl.cli", "peft", "compare", "-c", args.config, "-o", str(args.out),
-               "--workers", str(args.workers), *[a for s in sets for a in ("--set", s)]]  # fmt: skip
-        subprocess.run(cmd, check=True)
-        rows = store(args.out, common, args.results)
-    _report.emit("peft_methods", report(rows), args)
+        # threads as the config has them: the comparison runs --workers processes of its own
+        command = ["peft", "compare", "-c", args.config, "-o", args.out, "--workers", args.workers]
+        return store(_harness.cli(command, args.out, sets, threads=None, cwd=Path.cwd()), common, args.results)
+
+    _report.run_or_render("peft_methods", args, run, report, empty=NO_ROWS)
 
 
 if __name__ == "__main__":

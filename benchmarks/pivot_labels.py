@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import _harness
 import _report
 from frugalrl.config import load_config
 from frugalrl.pivot.labels import spearman
@@ -33,10 +34,9 @@ AGREEMENT = {"pg~grad": ("policy_gradient", "grad_norm"), "adv~grad": ("advantag
 def run(args: argparse.Namespace) -> list[dict]:
     torch.set_num_threads(1)
     common = _report.batch_common()
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for env_id in args.envs:
-            load_before = _report.load_average()
+
+        def one(env_id: str) -> dict:  # in this process, one env after another
             config = load_config(_report.REPO_ROOT / "configs" / CONFIGS[env_id], ["tracking.enabled=false"])
             path = Path(tmp) / f"{env_id}.npz"
             info = collect_dataset(config, path, kinds=LABEL_KINDS)
@@ -49,12 +49,12 @@ def run(args: argparse.Namespace) -> list[dict]:
                     _report.REPO_ROOT / "configs" / CONFIGS[env_id], ["tracking.enabled=false", f"pivot.label={kind}"]
                 )
                 learned[kind] = pretrain_from_dataset(config_k, path)[1]["spearman"]
-            row = _report.stamp(common, env_id=env_id, config_hash=config.hash(), samples=info["samples"],
-                                agreement=agreement, learned=learned, load_before=load_before)  # fmt: skip
-            _report.append_row(args.results, row)
-            rows.append(row)
-            print(row["agreement"], row["learned"], flush=True)
-    return rows
+            return dict(env_id=env_id, config_hash=config.hash(), samples=info["samples"], agreement=agreement,
+                        learned=learned)  # fmt: skip
+
+        return _harness.measure(
+            args.envs, one, args.results, common, lambda row: f"{row['agreement']} {row['learned']}"
+        )
 
 
 def render(rows: list[dict], results: Path) -> str:

@@ -40,19 +40,17 @@ CartPole, so a 100k-step run about 15-20 s and 15 runs about 5 minutes)::
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import yaml
 
+import _harness
 import _report
-from pivot_vs_ppo import mmm, run_row
+from _report import mmm
+from pivot_vs_ppo import run_figures
 
 CONFIG = _report.REPO_ROOT / "configs" / "cartpole-pivot.yaml"
-RESULTS = _report.RESULTS_DIR / "pivot_pretrained.jsonl"
 SECTION = "pivot_pretrained"
 AFTER = ("pivot_vs_ppo",)
 ENV_ID = "CartPole-v1"
@@ -80,36 +78,19 @@ def config_defaults() -> dict:
 
 def pretrain(common: dict, steps: int, workdir: Path, results: Path) -> dict:
     """Pretrain one evaluator with the CLI; writes and returns its row (``evaluator`` is the file)."""
-    out = workdir / "evaluator"
-    overrides = ["tracking.enabled=false", "threads=1", f"pivot.evaluator.pretrain_steps={steps}"]
-    args = [sys.executable, "-m", "frugalrl.cli", "pretrain", "evaluator", "--config", str(CONFIG), "--out", str(out)]
-    for item in overrides:
-        args += ["--set", item]
-    load_before = _report.load_average()
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=workdir)
-    if proc.returncode != 0:
-        raise RuntimeError(f"evaluator pretraining failed:\n{proc.stderr[-4000:]}")
-    summary = json.loads((out / "summary.json").read_text())
-    row = {
-        **common,
-        "timestamp": _report.utc_now(),
-        "env": ENV_ID,
-        "config": str(CONFIG.relative_to(_report.REPO_ROOT)),
-        "variant": "pretrain",
-        "seed": summary.get("seed"),
-        "overrides": overrides,
-        "pretrain_steps": steps,
-        "load_before": load_before,
-        "load_after": _report.load_average(),
-        **{k: summary.get(k) for k in PRETRAIN_KEYS},
-        "evaluator": str(out / "evaluator.pt"),
-    }
-    _report.append_row(results, row)
-    print(
-        f"pretrained evaluator: {steps:,} steps, held-out Spearman {row['spearman']:.3f}, {row['wall_s']:.1f} s",
-        flush=True,
-    )
-    return row
+
+    def figures(out: Path) -> dict:
+        run = _harness.cli(["pretrain", "evaluator", "--config", CONFIG, "--out", out], out,
+                           [f"pivot.evaluator.pretrain_steps={steps}"])  # fmt: skip
+        summary = run.summary
+        return {"env": ENV_ID, "config": str(CONFIG.relative_to(_report.REPO_ROOT)), "variant": "pretrain",
+                "seed": summary.get("seed"), "overrides": run.sets, "pretrain_steps": steps,
+                **{k: summary.get(k) for k in PRETRAIN_KEYS}, "evaluator": str(out / "evaluator.pt")}  # fmt: skip
+
+    def line(row: dict) -> str:
+        return f"pretrained evaluator: {steps:,} steps, held-out Spearman {row['spearman']:.3f}, {row['wall_s']:.1f} s"
+
+    return _harness.measure([workdir / "evaluator"], figures, results, common, line)[0]
 
 
 def run_all(args: argparse.Namespace, common: dict, workdir: Path) -> None:
@@ -122,18 +103,20 @@ def run_all(args: argparse.Namespace, common: dict, workdir: Path) -> None:
         evaluator_info = {"evaluator": evaluator, "pretrain_steps": args.pretrain_steps, "spearman": row["spearman"]}
     scale = [f"ppo.total_timesteps={args.timesteps}"] if args.timesteps else []
     variants = [v for v in VARIANTS if v != "biased_mb" or args.minibatch]
-    for seed in range(1, args.seeds + 1):
-        for variant in variants:
-            overrides = [f"seed={seed}", *scale, f"pivot.evaluator_from={evaluator}", *VARIANTS[variant]]
-            row = run_row(common, ENV_ID, CONFIG, seed, variant, overrides, workdir, evaluator_info)
-            epochs = row["settings"]["ppo"]["update_epochs"]
-            row["kept_fraction"] = row["backward_samples"] / (row["real_env_steps"] * epochs)
-            _report.append_row(args.results, row)
-            print(
-                f"seed {seed}  {variant:<9} eval {row['eval_mean']:6.1f}  kept {row['kept_fraction']:.3f}  "
-                f"opt steps {row['optimizer_steps']}  train_s {row['train_s']:6.1f}  load {row['load_after']}",
-                flush=True,
-            )
+
+    def figures(job: tuple[int, str]) -> dict:
+        seed, variant = job
+        overrides = [f"seed={seed}", *scale, f"pivot.evaluator_from={evaluator}", *VARIANTS[variant]]
+        row = run_figures(ENV_ID, CONFIG, seed, variant, overrides, workdir, evaluator_info)
+        epochs = row["settings"]["ppo"]["update_epochs"]
+        return {**row, "kept_fraction": row["backward_samples"] / (row["real_env_steps"] * epochs)}
+
+    def line(row: dict) -> str:
+        return (f"seed {row['seed']}  {row['variant']:<9} eval {row['eval_mean']:6.1f}  "
+                f"kept {row['kept_fraction']:.3f}  opt steps {row['optimizer_steps']}  train_s {row['train_s']:6.1f}  "
+                f"load {row['load_after']}")  # fmt: skip
+
+    _harness.measure(_harness.interleave(range(1, args.seeds + 1), variants), figures, args.results, common, line)
 
 
 # --------------------------------------------------------------------------- report
@@ -241,31 +224,17 @@ def main() -> None:
     parser.add_argument("--pretrain-steps", type=int, default=PRETRAIN_STEPS, help="env steps to pretrain on")
     parser.add_argument("--evaluator", type=Path, default=None, help="use this evaluator.pt, pretrain none")
     parser.add_argument("--minibatch", action="store_true", help="also run `biased_mb` (the rule as first built)")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSONL results file (appended to)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="run nothing: render the newest batch from --results")  # fmt: skip
-    parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
+    _report.add_output_args(parser, SECTION)
     args = parser.parse_args()
 
-    if args.report_only:
-        rows = _report.newest_batch(_report.read_rows(args.results), env=ENV_ID)
-        if not rows:
-            sys.exit(f"no rows in {args.results}")
-    else:
+    def run(args: argparse.Namespace) -> list[dict]:
         common = _report.batch_common()
         with tempfile.TemporaryDirectory(prefix="pivot-pretrained-") as tmp:
             run_all(args, common, Path(tmp))
-        print(f"\nrows appended to {args.results} (batch {common['batch']})")
-        rows = [r for r in _report.read_rows(args.results) if r.get("batch") == common["batch"]]
-    text = render(rows, args.results)
-    print(text)
-    if args.write:
-        path = _report.write_section(SECTION, text, after=AFTER)
-        print(f"wrote section {SECTION} into {path}")
-    if args.check:
-        _report.check_section(SECTION, text, args.results)
+        return [r for r in _report.read_rows(args.results) if r.get("batch") == common["batch"]]
+
+    _report.run_or_render(SECTION, args, run, render, lambda rows, _: _report.newest_batch(rows, env=ENV_ID),
+                          after=AFTER)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -13,13 +13,11 @@ and backward samples.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+import _harness
 import _report
 from pivot_vs_ppo import run_training
 
@@ -29,43 +27,39 @@ CONFIG = _report.REPO_ROOT / "configs" / "acrobot-pivot.yaml"
 
 def steps_to_target(run_dir: str, target: float) -> float:
     """First env step at which the logged 100-episode mean return reaches ``target`` (inf if never)."""
-    for line in Path(run_dir, "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if row.get("episode_return", -float("inf")) >= target:
-            return float(row["step"])
-    return float("inf")
+    reached = _harness.first_reaching(run_dir, target)
+    return float(reached["step"]) if reached else float("inf")
 
 
-def pretrain_cartpole(workdir: Path) -> Path:
+def pretrain_cartpole(workdir: Path) -> _harness.Run:
     out = workdir / "cartpole-evaluator"
-    args = [sys.executable, "-m", "frugalrl.cli", "pretrain", "evaluator", "--config",
-            str(_report.REPO_ROOT / "configs" / "cartpole-pivot.yaml"), "--out", str(out),
-            "--set", "tracking.enabled=false", "--set", "threads=1"]  # fmt: skip
-    subprocess.run(args, check=True, capture_output=True, cwd=workdir)
-    return out
+    config = _report.REPO_ROOT / "configs" / "cartpole-pivot.yaml"
+    return _harness.cli(["pretrain", "evaluator", "--config", config, "--out", out], out)
 
 
 def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common(timesteps=args.timesteps, seeds=args.seeds)
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        evaluator = pretrain_cartpole(workdir)
-        pretrained = json.loads((evaluator / "summary.json").read_text())
+        pretraining = pretrain_cartpole(workdir)
+        evaluator, pretrained = pretraining.out, pretraining.summary
         shared = {"evaluator_spearman": pretrained["spearman"], "evaluator_flops": pretrained["total_flops"]}
         budget = [f"ppo.total_timesteps={args.timesteps}"] if args.timesteps else []
-        for seed in range(1, args.seeds + 1):
-            for variant, extra in (("transfer", [f"pivot.evaluator_from={evaluator}"]), ("scratch", [])):
-                load_before = _report.load_average()
-                summary = run_training(CONFIG, [f"seed={seed}", *budget, *extra], workdir)
-                row = _report.stamp(common, **shared, seed=seed, variant=variant, config_hash=summary["config_hash"],
-                                    eval_mean=summary["eval_mean"], steps=steps_to_target(summary["run_dir"], TARGET),
-                                    backward=summary["backward_samples"], total_flops=summary["total_flops"],
-                                    pretrain_flops=summary["pretrain_flops"], load_before=load_before)  # fmt: skip
-                _report.append_row(args.results, row)
-                rows.append(row)
-                print({k: row[k] for k in ("seed", "variant", "eval_mean", "steps", "total_flops")}, flush=True)
-    return rows
+        extra = {"transfer": [f"pivot.evaluator_from={evaluator}"], "scratch": []}
+
+        def figures(job: tuple[int, str]) -> dict:
+            seed, variant = job
+            summary = run_training(CONFIG, [f"seed={seed}", *budget, *extra[variant]], workdir)
+            return dict(**shared, seed=seed, variant=variant, config_hash=summary["config_hash"],
+                        eval_mean=summary["eval_mean"], steps=steps_to_target(summary["run_dir"], TARGET),
+                        backward=summary["backward_samples"], total_flops=summary["total_flops"],
+                        pretrain_flops=summary["pretrain_flops"])  # fmt: skip
+
+        def line(row: dict) -> str:
+            return str({k: row[k] for k in ("seed", "variant", "eval_mean", "steps", "total_flops")})
+
+        jobs = _harness.interleave(range(1, args.seeds + 1), list(extra))
+        return _harness.measure(jobs, figures, args.results, common, line)
 
 
 def render(rows: list[dict], results: Path) -> str:

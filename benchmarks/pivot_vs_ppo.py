@@ -59,19 +59,17 @@ Run the two commands one after the other, not at once (two at once would spoil t
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+import _harness
 import _report
+from _report import mmm
 
 CONFIGS = {
     "CartPole-v1": "cartpole-pivot.yaml",
@@ -79,7 +77,6 @@ CONFIGS = {
     "LunarLander-v3": "lunarlander-pivot.yaml",
     "MountainCar-v0": "mountaincar-pivot.yaml",
 }
-RESULTS = _report.RESULTS_DIR / "pivot_vs_ppo.jsonl"
 SECTION = "pivot_vs_ppo"
 VARIANT_ORDER = ("ppo", "pivot", "pivot_mb", "random", "epochs", "pivot_adv")
 CONTROLS = ("random", "epochs")
@@ -99,7 +96,6 @@ SUMMARY_KEYS = (
 TARGET_WALL = 0.6  # CartPole / Acrobot: pivot train wall-clock / PPO at most this ...
 TARGET_RETURN = 0.98  # ... at a return ratio of at least this
 EQUAL_WALL = 0.1  # LunarLander: a control more than 10% faster than pivot is not "at equal wall-clock"
-_lock = threading.Lock()
 
 
 # --------------------------------------------------------------------------- running
@@ -120,34 +116,21 @@ def resolved_settings(run_dir: Path) -> dict[str, Any]:
 def run_training(config: Path, overrides: list[str], workdir: Path) -> dict:
     """One ``frugalrl train`` in a fresh process (MLflow off, one thread); its summary.json plus ``run_dir``
     and ``settings`` (see ``resolved_settings``)."""
-    out = Path(tempfile.mkdtemp(dir=workdir))
-    args = [sys.executable, "-m", "frugalrl.cli", "train", str(config), "--out", str(out / "run")]
-    for item in ["tracking.enabled=false", "threads=1", *overrides]:
-        args += ["--set", item]
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=out)
-    if proc.returncode != 0:
-        raise RuntimeError(f"training failed ({' '.join(overrides)}):\n{proc.stderr[-4000:]}")
-    run_dir = out / "run"
-    summary = json.loads((run_dir / "summary.json").read_text())
-    return {**summary, "run_dir": str(run_dir), "settings": resolved_settings(run_dir)}
+    run = _harness.train(config, Path(tempfile.mkdtemp(dir=workdir)) / "run", overrides)
+    return {**run.summary, "run_dir": str(run.out), "settings": resolved_settings(run.out)}
 
 
-def run_row(common: dict, env_id: str, config: Path, seed: int, variant: str, overrides: list[str],
-            workdir: Path, extra: dict | None = None) -> dict:  # fmt: skip
-    """Train one variant and return its row (not yet written)."""
-    load_before = _report.load_average()
+def run_figures(env_id: str, config: Path, seed: int, variant: str, overrides: list[str], workdir: Path,
+                extra: dict | None = None) -> dict:  # fmt: skip
+    """Train one variant; the figures of its row (``_harness.measure`` adds the rest)."""
     summary = run_training(config, overrides, workdir)
     return {
-        **common,
-        "timestamp": _report.utc_now(),
         "env": env_id,
         "config": str(config.relative_to(_report.REPO_ROOT)),
         "timesteps": summary["settings"]["ppo"]["total_timesteps"],
         "seed": seed,
         "variant": variant,
         "overrides": overrides,
-        "load_before": load_before,
-        "load_after": _report.load_average(),
         "train_s": summary["wall_s"] - summary["eval_s"],
         **{k: summary.get(k) for k in SUMMARY_KEYS},
         "settings": summary["settings"],
@@ -155,16 +138,11 @@ def run_row(common: dict, env_id: str, config: Path, seed: int, variant: str, ov
     }
 
 
-def record(path: Path, row: dict) -> None:
-    with _lock:
-        _report.append_row(path, row)
-        opt = row["optimizer_steps"]
-        print(
-            f"{row['env']:<15} seed {row['seed']}  {row['variant']:<9} eval {row['eval_mean']:8.1f}  "
+def line(row: dict) -> str:
+    opt = row["optimizer_steps"]
+    return (f"{row['env']:<15} seed {row['seed']}  {row['variant']:<9} eval {row['eval_mean']:8.1f}  "
             f"backward {row['backward_samples']:>11,}  opt steps {opt if opt is not None else '-':>7}  "
-            f"train_s {row['train_s']:7.1f}  load {row['load_after']}",
-            flush=True,
-        )
+            f"train_s {row['train_s']:7.1f}  load {row['load_after']}")  # fmt: skip
 
 
 def run_chain(env_id: str, seed: int, args: argparse.Namespace, common: dict, workdir: Path) -> None:
@@ -173,9 +151,10 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, common: dict, wo
     scale = [f"ppo.total_timesteps={args.timesteps}"] if args.timesteps else []
 
     def run(variant: str, overrides: list[str], extra: dict | None = None) -> dict:
-        row = run_row(common, env_id, config, seed, variant, [f"seed={seed}", *scale, *overrides], workdir, extra)
-        record(args.results, row)
-        return row
+        def figures(_: str) -> dict:
+            return run_figures(env_id, config, seed, variant, [f"seed={seed}", *scale, *overrides], workdir, extra)
+
+        return _harness.measure([variant], figures, args.results, common, line)[0]
 
     base = run("ppo", ["selection.kind=all"])
     pivot = run("pivot", [])
@@ -197,26 +176,9 @@ def random_policy_return(env_id: str, episodes: int = 20, seed: int = 10_000) ->
 
     env = gym.make(env_id)
     env.action_space.seed(seed)
-    returns = []
-    for i in range(episodes):
-        env.reset(seed=seed + i)
-        total, done = 0.0, False
-        while not done:
-            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
+    returns = _harness.episode_returns(env, lambda _: env.action_space.sample(), episodes, seed)
     env.close()
     return float(np.mean(returns))
-
-
-def mmm(values: list[float], fmt: str) -> str:
-    """``median (min-max)``; ``median (min to max)`` where a value is negative."""
-    if not values:
-        return "-"
-    med, lo, hi = _report.summarize(values)
-    sep = "-" if lo >= 0 else " to "
-    return f"{fmt.format(med)} ({fmt.format(lo)}{sep}{fmt.format(hi)})"
 
 
 class Ratio:
@@ -225,19 +187,10 @@ class Ratio:
 
     def __init__(self, rows: dict, variant: str, reference: str, key: str, floor: float = 0.0):
         seeds = sorted(s for v, s in rows if v == variant and (reference, s) in rows)
-        pairs = [(rows[(variant, s)].get(key), rows[(reference, s)].get(key)) for s in seeds]
-        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-        self.per_seed = [(a - floor) / (b - floor) for a, b in pairs if b != floor]
+        mine, theirs = ({s: rows[(v, s)].get(key) for s in seeds} for v in (variant, reference))
+        paired = _report.paired_ratio(_report.pair_up(mine, theirs), floor)
+        self.per_seed, self.of_medians, self.median = paired.per_seed, paired.of_medians, paired.median
         self.n, self.seeds = len(self.per_seed), len(seeds)
-        if pairs and statistics.median(b for _, b in pairs) != floor:
-            top = statistics.median(a for a, _ in pairs) - floor
-            self.of_medians = top / (statistics.median(b for _, b in pairs) - floor)
-        else:
-            self.of_medians = float("nan")
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.per_seed) if self.per_seed else float("nan")
 
     def cell(self, fmt: str) -> str:
         if not self.per_seed:
@@ -335,7 +288,10 @@ def verdict(env_id: str, fig: dict, budget_note: str, workers: int) -> str:
     return "No target for this env; figures as measured." + budget_note
 
 
-def render(batches: dict[str, list[dict]], results: Path) -> str:
+def render(rows: list[dict], results: Path) -> str:
+    """The section: one table per env of ``rows`` (each env's rows are one batch)."""
+    batches = {env: [r for r in rows if r.get("env") == env] for env in CONFIGS}
+    batches = {env: mine for env, mine in batches.items() if mine}
     all_rows = sorted((r for rows in batches.values() for r in rows), key=lambda r: r["timestamp"])
     workers = max(int(r.get("workers") or 1) for r in all_rows)
     lines = [
@@ -416,52 +372,34 @@ def main() -> None:
                         help="chains (env, seed) run in parallel; above 1 the wall-clock figures suffer")  # fmt: skip
     parser.add_argument("--timesteps", type=int, default=None, help="override every env's budget (smoke runs)")
     parser.add_argument("--labels", action="store_true", help="also run pivot with the |advantage| label")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSONL results file (appended to)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="run nothing: render the newest batch per env from --results")  # fmt: skip
-    parser.add_argument("--write", action="store_true", help="write the section into docs/benchmarks.md")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
+    _report.add_output_args(parser, SECTION)
     args = parser.parse_args()
 
-    batches: dict[str, list[dict]] = {}
-    if args.report_only:
-        stored = _report.read_rows(args.results)
-        envs = args.env or [e for e in CONFIGS if any(r.get("env") == e for r in stored)]
-        for env_id in envs:
+    def select(stored: list[dict], args: argparse.Namespace) -> list[dict]:
+        """The newest batch of every env asked for (default: every env in the file)."""
+        rows = []
+        for env_id in args.env or [e for e in CONFIGS if any(r.get("env") == e for r in stored)]:
             match = {"env": env_id, **({"timesteps": args.timesteps} if args.timesteps else {})}
-            rows = _report.newest_batch(stored, **match)
-            if rows:
-                batches[env_id] = rows
-            else:
+            rows += _report.newest_batch(stored, **match)
+            if not _report.newest_batch(stored, **match):
                 at = f" at {args.timesteps:,} env steps" if args.timesteps else ""
                 print(f"{env_id}: no rows{at} in {args.results}; skipped", file=sys.stderr)
-    else:
-        envs = args.env or list(CONFIGS)
+        return rows
+
+    def run(args: argparse.Namespace) -> list[dict]:
         common = _report.batch_common(workers=args.workers)
         limits = {item.split("=")[0]: int(item.split("=")[1]) for item in args.seeds_per_env}
-        chains = [(env, seed) for env in envs for seed in range(1, min(args.seeds, limits.get(env, args.seeds)) + 1)]
-        with tempfile.TemporaryDirectory(prefix="pivot-vs-ppo-") as tmp, ThreadPoolExecutor(args.workers) as pool:
-            futures = [pool.submit(run_chain, env, seed, args, common, Path(tmp)) for env, seed in chains]
-            for future in futures:
-                future.result()
-        print(f"\nrows appended to {args.results} (batch {common['batch']})")
+        chains = [(env, seed) for env in args.env or list(CONFIGS)
+                  for seed in range(1, min(args.seeds, limits.get(env, args.seeds)) + 1)]  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="pivot-vs-ppo-") as tmp:
+            _harness.parallel(lambda chain: run_chain(*chain, args, common, Path(tmp)), chains, args.workers)
         # The section shows every env: this batch for the envs just run, the newest stored batch for the others.
         stored = _report.read_rows(args.results)
-        for env_id in CONFIGS:
-            rows = [r for r in stored if r.get("batch") == common["batch"] and r.get("env") == env_id]
-            rows = rows or _report.newest_batch(stored, env=env_id)
-            if rows:
-                batches[env_id] = rows
-    if not batches:
-        sys.exit(1)
-    text = render(batches, args.results)
-    print(text)
-    if args.write:
-        path = _report.write_section(SECTION, text)
-        print(f"wrote section {SECTION} into {path}")
-    if args.check:
-        _report.check_section(SECTION, text, args.results)
+        mine = [r for r in stored if r.get("batch") == common["batch"]]
+        return [r for env in CONFIGS for r in [r for r in mine if r.get("env") == env] or _report.newest_batch(
+            stored, env=env)]  # fmt: skip
+
+    _report.run_or_render(SECTION, args, run, render, select)
 
 
 if __name__ == "__main__":

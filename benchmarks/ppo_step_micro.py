@@ -14,10 +14,10 @@ import copy
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import _harness
 import _report
-
-RESULTS = _report.RESULTS_DIR / "ppo_step_micro.jsonl"
 
 
 def per_call_us(fn: Callable[[], object], calls: int) -> float:
@@ -30,11 +30,10 @@ def per_call_us(fn: Callable[[], object], calls: int) -> float:
 def compare(old: Callable[[], object], new: Callable[[], object], calls: int, blocks: int) -> tuple[float, float]:
     for fn in (old, new):
         per_call_us(fn, calls // 4)
-    a, b = [], []
-    for _ in range(blocks):
-        a.append(per_call_us(old, calls))
-        b.append(per_call_us(new, calls))
-    return statistics.median(a), statistics.median(b)
+    us: dict[str, list[float]] = {"old": [], "new": []}
+    for _, kind in _harness.interleave(range(blocks), ("old", "new")):  # A B A B: drift hits both alike
+        us[kind].append(per_call_us(old if kind == "old" else new, calls))
+    return statistics.median(us["old"]), statistics.median(us["new"])
 
 
 def cases() -> list[tuple[str, str, str, Callable[[], object], Callable[[], object], int]]:
@@ -118,40 +117,38 @@ def cases() -> list[tuple[str, str, str, Callable[[], object], Callable[[], obje
     ]  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--blocks", type=int, default=7)
-    parser.add_argument("--report-only", action="store_true")
-    parser.add_argument("--write", action="store_true")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
-    args = parser.parse_args()
-    if not args.report_only:
-        import torch
+def run(args: argparse.Namespace) -> list[dict]:
+    import torch
 
-        torch.set_num_threads(1)
-        common = _report.batch_common(blocks=args.blocks)
-        for name, old_name, new_name, old, new, calls in cases():
-            load_before = _report.load_average()
-            old_us, new_us = compare(old, new, calls, args.blocks)
-            figures = {"piece": name, "old": old_name, "new": new_name, "old_us": old_us, "new_us": new_us}
-            row = {**common, **figures, "load_before": load_before, "load_after": _report.load_average(),
-                   "timestamp": _report.utc_now()}  # fmt: skip
-            _report.append_row(RESULTS, row)
-            print(f"{name:45s} {old_us:8.1f} us -> {new_us:8.1f} us")
-    rows = _report.newest_batch(_report.read_rows(RESULTS))
+    torch.set_num_threads(1)
+
+    def one(case: tuple) -> dict:
+        name, old_name, new_name, old, new, calls = case
+        old_us, new_us = compare(old, new, calls, args.blocks)
+        return {"piece": name, "old": old_name, "new": new_name, "old_us": old_us, "new_us": new_us}
+
+    def line(row: dict) -> str:
+        return f"{row['piece']:45s} {row['old_us']:8.1f} us -> {row['new_us']:8.1f} us"
+
+    return _harness.measure(cases(), one, args.results, _report.batch_common(blocks=args.blocks), line)
+
+
+def render(rows: list[dict], results: Path) -> str:
     table = _report.markdown_table(
         ["piece", "before", "us per call", "now", "us per call", "ratio"],
         [[r["piece"], r["old"], f"{r['old_us']:.1f}", r["new"], f"{r['new_us']:.1f}",
           f"{r['new_us'] / r['old_us']:.2f}"] for r in rows],
     )  # fmt: skip
     blocks = f"Per call, median of {rows[0].get('blocks', 7)} alternating blocks:"
-    text = "\n".join([*_report.rows_lines(rows, RESULTS), "", blocks, "", table])
-    print(text)
-    if args.write:
-        _report.write_section("ppo_step_micro", text, after=("ppo_time_breakdown",))
-    if args.check:
-        _report.check_section("ppo_step_micro", text, RESULTS)
+    return "\n".join([*_report.rows_lines(rows, results), "", blocks, "", table])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=7)
+    _report.add_output_args(parser, "ppo_step_micro")
+    args = parser.parse_args()
+    _report.run_or_render("ppo_step_micro", args, run, render, after=("ppo_time_breakdown",))
 
 
 if __name__ == "__main__":

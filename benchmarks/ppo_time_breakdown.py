@@ -24,16 +24,16 @@ per-seed ratios); the final eval return (20 deterministic episodes).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import _harness
 import _report
+from _report import mmm as fmt
 
 RESULTS = _report.RESULTS_DIR / "ppo_time_breakdown.jsonl"
 CONFIG = _report.REPO_ROOT / "configs" / "cartpole-ppo.yaml"
@@ -69,16 +69,18 @@ def worker(src: str, overrides: list[str], seed: int, timesteps: int) -> dict:
 
 
 def run(variant: str, src: Path, seed: int, timesteps: int) -> dict:
-    cmd = [sys.executable, __file__, "--worker", str(src), "--seed", str(seed), "--timesteps", str(timesteps)]
-    for item in VARIANTS[variant]:
-        cmd += ["--set", item]
+    args = [
+        "--worker",
+        src,
+        "--seed",
+        seed,
+        "--timesteps",
+        timesteps,
+        *[a for s in VARIANTS[variant] for a in ("--set", s)],
+    ]
     with tempfile.TemporaryDirectory(prefix="inductor-cache-") as cache:
         # A cold compile cache for every run: what a user's first run pays, not a cache left by the last one.
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=_report.REPO_ROOT, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{variant} seed {seed} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        return _harness.worker(__file__, args, env={"TORCHINDUCTOR_CACHE_DIR": cache})
 
 
 def baseline_tree(ref: str) -> Path:
@@ -89,11 +91,7 @@ def baseline_tree(ref: str) -> Path:
     return path
 
 
-def fmt(values: list[float], spec: str) -> str:
-    return _report.fmt_mmm(values, spec) if values else "-"
-
-
-def report(rows: list[dict]) -> str:
+def report(rows: list[dict], results: Path) -> str:
     variants = [v for v in VARIANTS if any(r["variant"] == v for r in rows)]
     by = {(r["variant"], r["seed"]): r for r in rows}
     seeds = sorted({r["seed"] for r in rows})
@@ -104,11 +102,11 @@ def report(rows: list[dict]) -> str:
         parts = {k: [r[k] for r in mine if r.get(k) is not None] for k in ("env_s", "act_s", "learn_s")}
         rest = [r["train_s"] - sum(r.get(k) or 0.0 for k in ("env_s", "act_s", "learn_s")) for r in mine]
         per_step = [1e3 * r["learn_s"] / r["optimizer_steps"] for r in mine if r.get("optimizer_steps")]
-        paired = [by[(variant, s)]["train_s"] / by[("before", s)]["train_s"] for s in seeds
-                  if (variant, s) in by and ("before", s) in by]  # fmt: skip
         before = [by[("before", s)]["train_s"] for s in seeds if ("before", s) in by]
+        mine_s, before_s = ({s: by[(v, s)]["train_s"] for s in seeds if (v, s) in by} for v in (variant, "before"))
+        paired = _report.paired_ratio(_report.pair_up(mine_s, before_s), medians=(train, before))
         ratio = (
-            f"{statistics.median(train) / statistics.median(before):.2f}; per seed {fmt(paired, '{:.2f}')}"
+            f"{paired.of_medians:.2f}; per seed {fmt(paired.per_seed, '{:.2f}')}"
             if before and variant != "before"
             else "1"
             if variant == "before"
@@ -121,7 +119,7 @@ def report(rows: list[dict]) -> str:
         ])  # fmt: skip
     header = ["variant", "seeds", "training s", "env s", "act s", "learn s", "rest s", "ms per optimizer step",
               "time / before (of medians; per seed)", "eval return"]  # fmt: skip
-    lines = _report.rows_lines(rows, RESULTS)
+    lines = _report.rows_lines(rows, results)
     steps = sorted({r["optimizer_steps"] for r in rows if r.get("optimizer_steps")})
     lines.append(
         f"- {rows[0].get('timesteps'):,} env steps per run, {', '.join(f'{n:,}' for n in steps)} optimizer steps "
@@ -138,41 +136,37 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=100_000)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--baseline-ref", default="872d0d6", help="the commit the `before` variant runs")
-    parser.add_argument("--report-only", action="store_true", help="render the newest batch, run nothing")
-    parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    _report.add_output_args(parser, "ppo_time_breakdown")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--set", action="append", default=[], help=argparse.SUPPRESS)
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
-        print(json.dumps(worker(args.worker, args.set, args.seed, args.timesteps)))
+        _harness.write_result(worker(args.worker, args.set, args.seed, args.timesteps), args.result)
         return
-    if not args.report_only:
+
+    def run_all(args: argparse.Namespace) -> list[dict]:
         common = _report.batch_common(timesteps=args.timesteps, baseline_ref=args.baseline_ref)
         trees = {v: (baseline_tree(args.baseline_ref) if v == "before" else _report.REPO_ROOT) for v in args.variants}
-        for seed in range(1, args.seeds + 1):
-            for variant in args.variants:
-                load_before = _report.load_average()
-                result = run(variant, trees[variant] / "src", seed, args.timesteps)
-                row = {**common, "variant": variant, "seed": seed, **result, "load_before": load_before,
-                       "load_after": _report.load_average(), "timestamp": _report.utc_now()}  # fmt: skip
-                _report.append_row(RESULTS, row)
-                parts = f"env {result['env_s']}  act {result['act_s']}  learn {result['learn_s']}"
-                print(
-                    f"seed {seed} {variant:14s} train {result['train_s']:6.1f} s  {parts}  eval {result['eval_mean']}"
-                )
-    rows = _report.newest_batch(_report.read_rows(RESULTS), timesteps=args.timesteps)
-    if not rows:
-        sys.exit(f"no rows for {args.timesteps} steps in {RESULTS}")
-    text = report(rows)
-    print(text)
-    if args.write:
-        _report.write_section("ppo_time_breakdown", text, after=("ppo_vs_sb3",))
-    if args.check:
-        _report.check_section("ppo_time_breakdown", text, RESULTS)
+
+        def one(job: tuple[int, str]) -> dict:
+            seed, variant = job
+            return {"variant": variant, "seed": seed, **run(variant, trees[variant] / "src", seed, args.timesteps)}
+
+        def line(row: dict) -> str:
+            parts = f"env {row['env_s']}  act {row['act_s']}  learn {row['learn_s']}"
+            return f"seed {row['seed']} {row['variant']:14s} train {row['train_s']:6.1f} s  {parts}  eval " + str(
+                row["eval_mean"]
+            )
+
+        jobs = _harness.interleave(range(1, args.seeds + 1), args.variants)
+        return _harness.measure(jobs, one, args.results, common, line)
+
+    _report.run_or_render("ppo_time_breakdown", args, run_all, report,
+                          lambda rows, args: _report.newest_batch(rows, timesteps=args.timesteps),
+                          after=("ppo_vs_sb3",))  # fmt: skip
 
 
 if __name__ == "__main__":

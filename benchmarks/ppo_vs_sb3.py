@@ -67,11 +67,7 @@ and HalfCheetah figures are extrapolated from short runs, not measured end to en
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -79,10 +75,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import _harness
 import _report
+from _report import opt
 
 EVAL_SEED = 10_000
-RESULTS = Path(__file__).resolve().parent / "results" / "ppo_vs_sb3.jsonl"
 CONTENDERS = ("frugalrl", "sb3")
 SB3_ADAM_EPS = 1e-5  # ActorCriticPolicy's Adam eps
 
@@ -275,15 +272,9 @@ def worker_frugalrl(spec: EnvSpec, seed: int, timesteps: int) -> dict:
         started = time.perf_counter()
         summary = train(cfg, out_dir, interactive=False)
         total = time.perf_counter() - started
-        reach_steps = reach_s = None
-        if spec.reach is not None:
-            with (out_dir / "metrics.jsonl").open() as fh:
-                for line in fh:
-                    row = json.loads(line)
-                    if row.get("episode_return", float("-inf")) >= spec.reach:
-                        reach_steps = int(row["step"])
-                        reach_s = row["step"] / row["sps"]  # sps = global_step / meter.wall_s at that update
-                        break
+        reached = _harness.first_reaching(out_dir, spec.reach) if spec.reach is not None else None
+        reach_steps = int(reached["step"]) if reached else None
+        reach_s = reached["step"] / reached["sps"] if reached else None  # sps = global_step / meter.wall_s then
     return {
         "train_s": total - summary["eval_s"],
         "total_s": total,
@@ -362,18 +353,13 @@ def worker_sb3(spec: EnvSpec, seed: int, timesteps: int) -> dict:
     if normalize is not None:  # evaluation: the frozen observation statistics, raw rewards
         env.training = False
         env.norm_reward = False
+
+    def act(obs: Any) -> Any:
+        policy_obs = env.normalize_obs(obs) if normalize is not None and normalize["norm_obs"] else obs
+        return model.predict(policy_obs, deterministic=True)[0]
+
     eval_env = gym.make(spec.env_id)
-    returns = []
-    for i in range(spec.eval_episodes):
-        obs, _ = eval_env.reset(seed=EVAL_SEED + i)
-        total, done = 0.0, False
-        while not done:
-            policy_obs = env.normalize_obs(obs) if normalize is not None and normalize["norm_obs"] else obs
-            action, _ = model.predict(policy_obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = eval_env.step(action)
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
+    returns = _harness.episode_returns(eval_env, act, spec.eval_episodes, EVAL_SEED)
     eval_env.close()
     env.close()
 
@@ -405,93 +391,7 @@ def worker_sb3(spec: EnvSpec, seed: int, timesteps: int) -> dict:
     }
 
 
-# --------------------------------------------------------------------------- driver
-def run_worker(kind: str, env_id: str, seed: int, timesteps: int) -> dict:
-    with tempfile.NamedTemporaryFile("r", suffix=".json", delete=False) as fh:
-        result_path = fh.name
-    cmd = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--worker",
-        kind,
-        "--env",
-        env_id,
-        "--seed",
-        str(seed),
-        "--timesteps",
-        str(timesteps),
-        "--result",
-        result_path,
-    ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    try:
-        proc = subprocess.run(cmd, cwd=_report.REPO_ROOT, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{kind} {env_id} seed {seed} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-        return json.loads(Path(result_path).read_text())
-    finally:
-        Path(result_path).unlink(missing_ok=True)
-
-
-def latest_batch(rows: list[dict], env_id: str, timesteps: int) -> list[dict]:
-    """The rows of ``env_id`` at ``timesteps`` that share the newest batch id (the last one appended)."""
-    matching = [r for r in rows if r.get("env") == env_id and r.get("timesteps") == timesteps]
-    if not matching:
-        return []
-    batch = matching[-1]["batch"]
-    return [r for r in matching if r["batch"] == batch]
-
-
 # --------------------------------------------------------------------------- report
-def _median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def _mmm(values: list[float], fmt: str) -> str:
-    """``median (min-max)``; ``median (min to max)`` where a value is negative (returns)."""
-    if not values:
-        return "-"
-    if min(values) >= 0:
-        return _report.fmt_mmm(values, fmt)
-    med, lo, hi = _report.summarize(values)
-    return f"{fmt.format(med)} ({fmt.format(lo)} to {fmt.format(hi)})"
-
-
-def _ratios(fr: list[float | None], sb: list[float | None], positive: bool = False) -> tuple[str, str]:
-    """frugalrl / SB3: (ratio of medians, median (min-max) of per-seed ratios). ``positive``: returns, where a
-    ratio only means something when both are above 0."""
-    pairs = [(a, b) for a, b in zip(fr, sb, strict=True) if a is not None and b is not None]
-    if positive:
-        pairs = [(a, b) for a, b in pairs if a > 0 and b > 0]
-    fr_all = [a for a in fr if a is not None]
-    sb_all = [b for b in sb if b is not None]
-    if fr_all and sb_all and (not positive or (_median(fr_all) > 0 and _median(sb_all) > 0)):
-        of_medians = f"{_median(fr_all) / _median(sb_all):.2f}"
-    else:
-        of_medians = "n/a" + (" (median return <= 0)" if positive and fr_all and sb_all else "")
-    if not pairs:
-        return of_medians, "n/a"
-    per_seed = _report.fmt_mmm([a / b for a, b in pairs], "{:.2f}")
-    if len(pairs) < len(fr):
-        per_seed += f" [{len(pairs)}/{len(fr)} seeds]"
-    return of_medians, per_seed
-
-
-def _opt(value: Any, fmt: str, missing: str = "-") -> str:
-    return missing if value is None else fmt.format(value)
-
-
-def pair_by_seed(rows: list[dict]) -> tuple[list[dict], list[int]]:
-    """[{seed, frugalrl, sb3}] for seeds with both contenders (the later row wins a duplicate), and the
-    seeds that lack one."""
-    by_seed: dict[int, dict] = {}
-    for row in rows:
-        by_seed.setdefault(row["seed"], {"seed": row["seed"]})[row["contender"]] = row
-    complete = [entry for _, entry in sorted(by_seed.items()) if all(c in entry for c in CONTENDERS)]
-    incomplete = sorted(seed for seed, entry in by_seed.items() if not all(c in entry for c in CONTENDERS))
-    return complete, incomplete
-
-
 def target_line(
     spec: EnvSpec,
     n: int,
@@ -503,7 +403,7 @@ def target_line(
 ) -> str:
     if spec.max_ratio is None:
         return f"**No target for {spec.env_id}: the figures are reported as measured.**{budget_note}"
-    med = _median(time_per_seed)
+    med = statistics.median(time_per_seed)
     time_ok = med <= spec.max_ratio
     time_text = (
         f"training wall-clock frugalrl / SB3, median of per-seed ratios {med:.2f} (min {min(time_per_seed):.2f}, "
@@ -535,7 +435,7 @@ def target_line(
                 f"{'met' if ret_ok else 'missed'}"
             )
     else:
-        fr_med, sb_med = _median(fr_ret), _median(sb_ret)
+        fr_med, sb_med = statistics.median(fr_ret), statistics.median(sb_ret)
         ret_ok = fr_med >= sb_med
         goal = f"frugalrl / SB3 training wall-clock <= {spec.max_ratio:.2f} at an equal or better median eval return"
         ret_text = f"median eval return frugalrl {fr_med:.1f} vs SB3 {sb_med:.1f}: {'met' if ret_ok else 'missed'}"
@@ -544,7 +444,7 @@ def target_line(
 
 
 def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
-    results, incomplete = pair_by_seed(rows)
+    results, incomplete = _report.by_seed(rows, CONTENDERS)
     if not results:
         raise ValueError(f"{spec.env_id}: no seed with both contenders in batch {rows[0]['batch']}")
     n = len(results)
@@ -553,8 +453,8 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
     fr_t, sb_t = [r["train_s"] for r in fr], [r["train_s"] for r in sb]
     sb_learn = [r["learn_call_s"] for r in sb]
     fr_ret, sb_ret = [r["eval_mean"] for r in fr], [r["eval_mean"] for r in sb]
-    time_of_medians = _median(fr_t) / _median(sb_t)
-    time_per_seed = [a / b for a, b in zip(fr_t, sb_t, strict=True)]
+    clock = _report.paired_ratio(zip(fr_t, sb_t, strict=True))
+    time_of_medians, time_per_seed = clock.of_medians, clock.per_seed
     episodes = fr[0].get("eval_episodes") or spec.eval_episodes
 
     budget_note = ""
@@ -565,11 +465,11 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         )
 
     def row(figure: str, a: list, b: list, fmt: str, positive: bool = False) -> list[str]:
-        of_medians, per_seed = _ratios(a, b, positive)
+        of_medians, per_seed = _report.ratio_cells(a, b, positive)
         return [
             figure,
-            _mmm([v for v in a if v is not None], fmt),
-            _mmm([v for v in b if v is not None], fmt),
+            _report.mmm([v for v in a if v is not None], fmt),
+            _report.mmm([v for v in b if v is not None], fmt),
             of_medians,
             per_seed,
         ]
@@ -607,7 +507,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
     split = []
     for key in ("env_s", "act_s", "learn_s"):
         values = [r.get(key) for r in fr if r.get(key) is not None]
-        split.append(f"{key} {_mmm(values, '{:.1f}')}" if values else f"{key} -")
+        split.append(f"{key} {_report.mmm(values, '{:.1f}')}" if values else f"{key} -")
     table.append(["frugalrl time split (summary.json), s", "; ".join(split), "", "", ""])
     compiles = sorted({f"{r.get('compile') or 'not in summary.json'} (config: {r.get('compile_config')})" for r in fr})
     table.append(["frugalrl compile mode (summary.json)", ", ".join(compiles), "", "", ""])
@@ -649,13 +549,13 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         ]
         if spec.reach is not None:
             cells += [
-                f"{_opt(a['reach_steps'], '{:,}', 'missed')} / {_opt(a['reach_s'], '{:.1f} s', 'missed')}",
-                f"{_opt(b['reach_steps'], '{:,}', 'missed')} / {_opt(b['reach_s'], '{:.1f} s', 'missed')}",
+                f"{opt(a['reach_steps'], '{:,}', 'missed')} / {opt(a['reach_s'], '{:.1f} s', 'missed')}",
+                f"{opt(b['reach_steps'], '{:,}', 'missed')} / {opt(b['reach_s'], '{:.1f} s', 'missed')}",
             ]
         cells += [
-            " / ".join(_opt(a.get(k), "{:.1f}") for k in ("env_s", "act_s", "learn_s")),
-            f"{_opt(a.get('optimizer_steps'), '{:,}')} / {_opt(b.get('optimizer_steps'), '{:,}')}",
-            f"{_opt(_report.load1(a['load_after']), '{:.2f}')} / {_opt(_report.load1(b['load_after']), '{:.2f}')}",
+            " / ".join(opt(a.get(k), "{:.1f}") for k in ("env_s", "act_s", "learn_s")),
+            f"{opt(a.get('optimizer_steps'), '{:,}')} / {opt(b.get('optimizer_steps'), '{:,}')}",
+            f"{opt(_report.load1(a['load_after']), '{:.2f}')} / {opt(_report.load1(b['load_after']), '{:.2f}')}",
         ]
         per_seed_rows.append(cells)
     per_seed = _report.markdown_table(header, per_seed_rows)
@@ -677,7 +577,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         f"GPU: {machine.get('gpu', '?')}",
         f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
         f"- load average (1/5/15 min) at start: {first['load_before']}; at end: {last['load_after']}; "
-        f"1-min load after each run: {_mmm(loads, '{:.2f}')}",
+        f"1-min load after each run: {_report.mmm(loads, '{:.2f}')}",
         f"- seeds: {n} ({', '.join(str(r['seed']) for r in results)})"
         + (f"; seeds without both contenders, left out: {incomplete}" if incomplete else "")
         + f"; budget: {timesteps:,} env steps per run (default for {spec.env_id}: {spec.timesteps:,}); env steps "
@@ -732,31 +632,18 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
 
 
 def run_env(spec: EnvSpec, timesteps: int, seeds: list[int], common: dict, results_path: Path) -> list[dict]:
-    rows = []
-    for seed in seeds:
-        for kind in CONTENDERS:
-            load_before = _report.load_average()
-            res = run_worker(kind, spec.env_id, seed, timesteps)
-            row = {
-                **common,
-                "timestamp": _report.utc_now(),
-                "env": spec.env_id,
-                "timesteps": timesteps,
-                "seed": seed,
-                "contender": kind,
-                "load_before": load_before,
-                "load_after": _report.load_average(),
-                **res,
-            }
-            _report.append_row(results_path, row)
-            rows.append(row)
-            print(
-                f"{spec.env_id} seed {seed} {kind:8s} train {res['train_s']:7.1f} s  eval {res['eval_mean']:8.1f}  "
-                f"steps {res['env_steps']:,}  reach {res['reach_steps']} / {res['reach_s']}  "
-                f"load {row['load_after']}",
-                flush=True,
-            )
-    return rows
+    def one(job: tuple[int, str]) -> dict:
+        seed, kind = job
+        args = ["--worker", kind, "--env", spec.env_id, "--seed", seed, "--timesteps", timesteps]
+        return {"env": spec.env_id, "timesteps": timesteps, "seed": seed, "contender": kind,
+                **_harness.worker(__file__, args)}  # fmt: skip
+
+    def line(row: dict) -> str:
+        return (f"{spec.env_id} seed {row['seed']} {row['contender']:8s} train {row['train_s']:7.1f} s  eval "
+                f"{row['eval_mean']:8.1f}  steps {row['env_steps']:,}  reach {row['reach_steps']} / {row['reach_s']}  "
+                f"load {row['load_after']}")  # fmt: skip
+
+    return _harness.measure(_harness.interleave(seeds, CONTENDERS), one, results_path, common, line)
 
 
 def main() -> None:
@@ -769,18 +656,10 @@ def main() -> None:
     parser.add_argument(
         "--timesteps", type=int, default=None, help="env-step budget per run (default: 100k CartPole, 1M the others)"
     )
-    parser.add_argument("--write", action="store_true", help="write one section per env into docs/benchmarks.md")
-    parser.add_argument(
-        "--report-only",
-        action="store_true",
-        help="run nothing: render the newest batch for each env and budget from the results file",
-    )
-    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSONL results file (appended to)")
+    _report.add_output_args(parser, "ppo_vs_sb3")
     parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 unless docs/benchmarks.md holds exactly this rendering")  # fmt: skip
     args = parser.parse_args()
     specs = [ENVS[e] for e in dict.fromkeys(args.env)]
 
@@ -788,48 +667,35 @@ def main() -> None:
         if args.seed is None or args.timesteps is None or len(specs) != 1:
             parser.error("--worker needs --seed, --timesteps and one --env")
         fn = worker_frugalrl if args.worker == "frugalrl" else worker_sb3
-        text = json.dumps(fn(specs[0], args.seed, args.timesteps))
-        if args.result:
-            Path(args.result).write_text(text)
-        else:
-            print(text)
+        _harness.write_result(fn(specs[0], args.seed, args.timesteps), args.result)
         return
 
-    batches: list[tuple[EnvSpec, int, list[dict]]] = []
-    if args.report_only:
-        all_rows = _report.read_rows(args.results)
-        for spec in specs:
-            timesteps = args.timesteps or spec.timesteps
-            rows = latest_batch(all_rows, spec.env_id, timesteps)
-            if not rows:
-                print(f"{spec.env_id}: no rows at {timesteps:,} env steps in {args.results}; skipped", file=sys.stderr)
-                continue
-            batches.append((spec, timesteps, rows))
-        if not batches:
+    if args.report_only:  # an env without rows at this budget is left out (its section stays as it is)
+        kept = _report.read_rows(args.results)
+        missing = [
+            s for s in specs if not _report.newest_batch(kept, env=s.env_id, timesteps=args.timesteps or s.timesteps)
+        ]
+        for spec in missing:
+            budget = args.timesteps or spec.timesteps
+            print(f"{spec.env_id}: no rows at {budget:,} env steps in {args.results}; skipped", file=sys.stderr)
+        specs = [s for s in specs if s not in missing]
+        if not specs:
             sys.exit(1)
-    else:
-        common = {
-            "batch": dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}",
-            "git_commit": _report.git_commit(),
-            "command": _report.command_line(),
-            "machine": _report.machine_facts(),
-            "versions": _report.package_versions(),
-        }
-        seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-        for spec in specs:
-            timesteps = args.timesteps or spec.timesteps
-            batches.append((spec, timesteps, run_env(spec, timesteps, seeds, common, args.results)))
-        print(f"\nrows appended to {args.results} (batch {common['batch']})")
-
-    for spec, timesteps, rows in batches:
-        body = render(spec, rows, timesteps)
+    common = None if args.report_only else _report.batch_common()  # one batch id for every env of the command
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    for spec in specs:
+        timesteps = args.timesteps or spec.timesteps
         print(f"\n## {spec.env_id} ({spec.section})\n")
-        print(body)
-        if args.write:
-            path = _report.write_section(spec.section, body, after=SECTION_AFTER.get(spec.section, ()))
-            print(f"wrote section {spec.section} into {path}")
-        if args.check:
-            _report.check_section(spec.section, body, args.results)
+        _report.run_or_render(
+            spec.section,
+            args,
+            run=lambda a, spec=spec, timesteps=timesteps: run_env(spec, timesteps, seeds, common, a.results),
+            render=lambda rows, _, spec=spec, timesteps=timesteps: render(spec, rows, timesteps),
+            select=lambda rows, _, spec=spec, timesteps=timesteps: _report.newest_batch(
+                rows, env=spec.env_id, timesteps=timesteps
+            ),
+            after=SECTION_AFTER.get(spec.section, ()),
+        )
 
 
 if __name__ == "__main__":

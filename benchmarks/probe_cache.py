@@ -12,41 +12,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
+import _harness
 import _report
-from _report import REPO_ROOT, load_average
+from _report import REPO_ROOT, median_of
 
 QUICK = ["total_real_steps=8192", "latent.collect_steps=2048", "latent.pretrain_updates=100", "eval.episodes=2",
          "env.atari.max_episode_steps=10000", "tracking.enabled=false"]  # fmt: skip
 
 
 def _pretrain(out: Path, cache: Path) -> dict:
-    sets = [arg for item in QUICK for arg in ("--set", item)]
-    env = {**os.environ, "FRUGALRL_CACHE_DIR": str(cache)}
-    command = [sys.executable, "-m", "frugalrl", "pretrain", "encoder", "-c", "configs/breakout-latent.yaml",
-               "-o", str(out), *sets]  # fmt: skip
-    started = time.perf_counter()
-    subprocess.run(command, cwd=REPO_ROOT, env=env, check=True, capture_output=True)
-    wall = time.perf_counter() - started
-    summary = json.loads((out / "summary.json").read_text())
-    return {"wall_s": round(wall, 2), "run_wall_s": summary["wall_s"], "ceiling_cached": summary["ceiling_cached"],
-            "ball_ceiling_r2": summary["ball_ceiling_r2"], "ball_r2_mlp": summary["ball_r2_mlp"]}  # fmt: skip
+    config = REPO_ROOT / "configs" / "breakout-latent.yaml"
+    # the config's threads (the quick demo's); wall-clock from outside the process, start-up included
+    run = _harness.cli(["pretrain", "encoder", "-c", config, "-o", out], out, QUICK, threads=None,
+                       env={"FRUGALRL_CACHE_DIR": str(cache)})  # fmt: skip
+    summary = run.summary
+    return {"wall_s": round(run.wall_s, 2), "run_wall_s": summary["wall_s"],
+            "ceiling_cached": summary["ceiling_cached"], "ball_ceiling_r2": summary["ball_ceiling_r2"],
+            "ball_r2_mlp": summary["ball_r2_mlp"]}  # fmt: skip
 
 
 def render(rows: list[dict], results: Path) -> str:
     cold = [r for r in rows if r["kind"] == "cold"]
     cached = [r for r in rows if r["kind"] == "cached"]
 
-    def med(sel: list[dict], key: str) -> float:
-        return statistics.median(r[key] for r in sel)
+    med = median_of
 
     def same(key: str) -> str:
         return "same" if {r[key] for r in rows} == {rows[0][key]} else "differ"
@@ -80,26 +73,25 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     _report.add_output_args(parser, "probe_cache")
     args = parser.parse_args()
-    if args.report_only:
-        rows = _report.newest_batch(_report.read_rows(args.results))
-    else:
+
+    def run(args: argparse.Namespace) -> list[dict]:
         common = _report.batch_common()
-        rows = []
-        for repeat in range(args.repeats):
-            work = Path(tempfile.mkdtemp(prefix="probe-cache-"))
-            try:
-                for kind in ("cold", "cached"):
-                    load_before = load_average()
-                    row = _report.stamp(common, repeat=repeat, kind=kind, load_before=load_before,
-                                        **_pretrain(work / kind, work))  # fmt: skip
-                    _report.append_row(args.results, row)
-                    rows.append(row)
-                    print(json.dumps({k: row[k] for k in ("kind", "wall_s", "ball_ceiling_r2")}))
-            finally:
+        works = {r: Path(tempfile.mkdtemp(prefix="probe-cache-")) for r in range(args.repeats)}  # a cache per repeat
+
+        def one(job: tuple[int, str]) -> dict:
+            repeat, kind = job
+            return {"repeat": repeat, "kind": kind, **_pretrain(works[repeat] / kind, works[repeat])}
+
+        def line(row: dict) -> str:
+            return json.dumps({k: row[k] for k in ("kind", "wall_s", "ball_ceiling_r2")})
+
+        try:  # cold, then cached by the cold run, in every repeat
+            return _harness.measure(_harness.interleave(works, ("cold", "cached")), one, args.results, common, line)
+        finally:
+            for work in works.values():
                 shutil.rmtree(work, ignore_errors=True)
-    if not rows:
-        return _report.emit("probe_cache", _report.no_rows("probe_cache"), args)
-    _report.emit("probe_cache", render(rows, args.results), args)
+
+    _report.run_or_render("probe_cache", args, run, render)
 
 
 if __name__ == "__main__":

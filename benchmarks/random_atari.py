@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _harness
 import _report
 
 GAMES = {"ALE/Breakout-v5": 1.7, "ALE/Pong-v5": -20.7, "ALE/Boxing-v5": 0.1}
@@ -25,22 +26,23 @@ def run(args: argparse.Namespace) -> list[dict]:
     from frugalrl.evaluation import random_policy_returns, scoring_protocol
 
     common = _report.batch_common(episodes=args.episodes, seed=args.seed)
-    rows = []
-    for game, published in GAMES.items():
-        load_before = _report.load_average()
+
+    def one(game: str) -> dict:  # in this process: the gate's own function, one game after another
         started, cpu = time.perf_counter(), time.process_time()
         env = EnvConfig(id=game)
         result = random_policy_returns(env, episodes=args.episodes, seed=args.seed)
-        row = _report.stamp(
-            common, game=game, protocol=scoring_protocol(env), published=published, load_before=load_before,
+        return dict(
+            game=game, protocol=scoring_protocol(env), published=GAMES[game],
             mean=result.mean, ci_low=result.ci_low, ci_high=result.ci_high, returns=result.returns,
             mean_length=sum(result.lengths) / len(result.lengths),
             wall_s=round(time.perf_counter() - started, 2), cpu_s=round(time.process_time() - cpu, 2),
         )  # fmt: skip
-        _report.append_row(args.results, row)
-        rows.append(row)
-        print(f"{game:<18} {result.mean:7.2f} [{result.ci_low:.2f}, {result.ci_high:.2f}]  published {published}")
-    return rows
+
+    def line(row: dict) -> str:
+        return (f"{row['game']:<18} {row['mean']:7.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]  published "
+                f"{row['published']}")  # fmt: skip
+
+    return _harness.measure(GAMES, one, args.results, common, line)
 
 
 def render(rows: list[dict], results: object) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+import _harness
 import _report
 from frugalrl.config import ReplayConfig
 from frugalrl.replay import build_replay
@@ -95,23 +96,23 @@ def run(args: argparse.Namespace) -> list[dict]:
     rows = []
     for kind, spec in KINDS.items():
         data = _data(kind, spec["capacity"] // N, rng)  # fills the store exactly
-        for round_ in range(args.rounds):
-            for store in STORES if round_ % 2 == 0 else reversed(STORES):  # alternate the order
-                load_before = _report.load_average()
-                figures = measure(store, kind, data, args.draws, rng)
-                row = _report.stamp(common, kind=kind, store=store, round=round_, **figures, load_before=load_before)
-                _report.append_row(args.results, row)
-                rows.append(row)
-                print(f"{kind:<7} {store:<12} add {row['add']:>12,.0f}/s  sample {row['sample']:>12,.0f}/s", flush=True)
+        jobs = _harness.interleave(range(args.rounds), STORES, mirror=True)  # the order reversed every other round
+
+        def one(job: tuple[int, str], kind: str = kind, data: list = data) -> dict:
+            round_, store = job
+            return {"kind": kind, "store": store, "round": round_, **measure(store, kind, data, args.draws, rng)}
+
+        def line(row: dict) -> str:
+            return f"{row['kind']:<7} {row['store']:<12} add {row['add']:>12,.0f}/s  sample {row['sample']:>12,.0f}/s"
+
+        rows += _harness.measure(jobs, one, args.results, common, line)
     return rows
 
 
 def _ratios(mine: list[dict], base: list[dict], key: str) -> str:
     """``ratio of medians / median of per-round ratios`` against SB3."""
-    of_medians = statistics.median(r[key] for r in mine) / statistics.median(r[key] for r in base)
-    by_round = {r["round"]: r[key] for r in base}
-    per_round = statistics.median(r[key] / by_round[r["round"]] for r in mine)
-    return f"{of_medians:.2f} / {per_round:.2f}"
+    pairs = _report.pair_up({r["round"]: r[key] for r in mine}, {r["round"]: r[key] for r in base})
+    return _report.paired_ratio(pairs, medians=([r[key] for r in mine], [r[key] for r in base])).text()
 
 
 def render(all_rows: list[dict], results: Path) -> str:

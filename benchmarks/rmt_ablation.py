@@ -32,15 +32,11 @@ load average before and after); ``--report-only`` renders the newest batch of ev
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import _harness
 import _report
 
 ENVS = {
@@ -58,30 +54,15 @@ PARTS = {
     "+fractal": ["policy.block=fractal"],
     "all": ["replay.kind=tiered", "meta.enabled=true", "dqn.exploration=boltzmann", "policy.block=fractal"],
 }
-_lock = threading.Lock()
 RESULTS = _report.RESULTS_DIR / "rmt_ablation.jsonl"
-
-
-def steps_to_target(run_dir: Path, target: float) -> int | None:
-    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if row.get("episode_return", -float("inf")) >= target:
-            return int(row["step"])
-    return None
 
 
 def run_frugalrl(config: Path, overrides: list[str], workdir: Path, target: float) -> dict:
     load_before = _report.load_average()
-    out = Path(tempfile.mkdtemp(dir=workdir)) / "run"
-    args = [sys.executable, "-m", "frugalrl.cli", "train", str(config), "--out", str(out)]
-    for item in ["tracking.enabled=false", "threads=1", *overrides]:
-        args += ["--set", item]
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=out.parent)
-    if proc.returncode != 0:
-        raise RuntimeError(f"training failed ({' '.join(overrides)}): {proc.stderr.strip().splitlines()[-1:]}")
-    summary = json.loads((out / "summary.json").read_text())
-    returns = [json.loads(line).get("episode_return") for line in (out / "metrics.jsonl").read_text().splitlines()]
-    returns = [r for r in returns if r is not None]
+    run = _harness.train(config, Path(tempfile.mkdtemp(dir=workdir)) / "run", overrides)
+    summary = run.summary
+    returns = [r["episode_return"] for r in run.metrics() if r.get("episode_return") is not None]
+    reached = _harness.first_reaching(run.out, target)
     return {
         "eval_mean": summary["eval_mean"],
         "config_hash": summary["config_hash"],
@@ -91,7 +72,7 @@ def run_frugalrl(config: Path, overrides: list[str], workdir: Path, target: floa
         "mean_train_return": sum(returns) / len(returns) if returns else None,
         "train_flops": summary["train_flops"],
         "train_s": summary["wall_s"] - summary["eval_s"],
-        "steps_to_target": steps_to_target(out, target),
+        "steps_to_target": int(reached["step"]) if reached else None,
         "top10_share": summary.get("replay_top10_share"),
         "load_before": load_before,
     }
@@ -130,15 +111,9 @@ def run_sb3(config_path: Path, seed: int, overrides: list[str], episodes: int = 
         total = h.total_timesteps
     model.learn(total)
     train_s = time.perf_counter() - started
-    env, returns = gym.make(config.env.id), []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=config.eval.seed + i)
-        done, ret = False, 0.0
-        while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = env.step(action)
-            ret, done = ret + float(reward), terminated or truncated
-        returns.append(ret)
+    env = gym.make(config.env.id)
+    returns = _harness.episode_returns(env, lambda obs: model.predict(obs, deterministic=True)[0], episodes,
+                                       config.eval.seed)  # fmt: skip
     return {"eval_mean": float(np.mean(returns)), "train_flops": None, "train_s": train_s,
             "steps_to_target": None, "top10_share": None, "load_before": None}  # fmt: skip
 
@@ -149,7 +124,7 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, w
     discrete = env_id == "LunarLander-v3"
     scale = [f"{'dqn' if discrete else 'sac'}.total_timesteps={args.steps}"] if args.steps else []
     variants = [v for v in args.variants if discrete or v != "+explore"]
-    for variant in variants:
+    for variant in variants:  # one seed's chain: the variants in turn (A B C ...)
         overrides = [f"seed={seed}", *scale, *OFF, *PARTS[variant]]
         if not discrete:
             overrides = [o for o in overrides if not o.startswith("dqn.")]
@@ -167,38 +142,32 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, w
 
 
 def _record(args: argparse.Namespace, results: list, row: dict) -> None:
-    row = {**args.common, **row, "load_after": _report.load_average(), "timestamp": _report.utc_now()}
-    with _lock:
-        results.append(row)
-        _report.append_row(args.results, row)
-        print(f"{row['env_id']:<16} seed {row['seed']}  {row['variant']:<13} eval {row['eval_mean']:8.1f}  "
-              f"to target {row['steps_to_target']}  train_s {row['train_s']:7.1f}", flush=True)  # fmt: skip
+    row = _harness.record(args.results, _report.stamp(args.common, **row),
+                          f"{row['env_id']:<16} seed {row['seed']}  {row['variant']:<13} eval {row['eval_mean']:8.1f}  "
+                          f"to target {row['steps_to_target']}  train_s {row['train_s']:7.1f}")  # fmt: skip
+    results.append(row)
+
+
+def _against_plain(by: dict, variant: str, seeds: list[int], key: str) -> list[tuple[float, float]]:
+    """(variant, plain) values of ``key`` for every seed both have one for."""
+    mine, plain = ({s: by[(v, s)].get(key) for s in seeds if (v, s) in by} for v in (variant, "plain"))
+    return _report.pair_up(mine, plain)
 
 
 def _vs_plain(by: dict, variant: str, seeds: list[int], key: str) -> str:
     """``difference of medians / median of per-seed differences`` of ``key`` against plain."""
-    pairs = [(by[(variant, s)][key], by[("plain", s)][key]) for s in seeds
-             if (variant, s) in by and ("plain", s) in by
-             and by[(variant, s)].get(key) is not None and by[("plain", s)].get(key) is not None]  # fmt: skip
+    pairs = _against_plain(by, variant, seeds, key)
     if not pairs or variant == "plain":
         return "-"
-    of_medians = statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)
-    per_seed = [a - b for a, b in pairs]
-    better = sum(d > 0 for d in per_seed)
-    return f"{of_medians:+.1f} / {statistics.median(per_seed):+.1f} ({better} of {len(pairs)} seeds higher)"
+    diff = _report.paired_difference(pairs)
+    better = sum(d > 0 for d in diff.per_seed)
+    return f"{diff.of_medians:+.1f} / {diff.median:+.1f} ({better} of {len(pairs)} seeds higher)"
 
 
 def _ratio(by: dict, variant: str, seeds: list[int], key: str) -> str:
-    """``ratio of medians / median of per-seed ratios`` of ``key`` against plain."""
-    pairs = [
-        (by[(variant, s)][key], by[("plain", s)][key])
-        for s in seeds
-        if (variant, s) in by and ("plain", s) in by and by[(variant, s)].get(key) and by[("plain", s)].get(key)
-    ]
-    if not pairs:
-        return "-"
-    of_medians = statistics.median(a for a, _ in pairs) / statistics.median(b for _, b in pairs)
-    return f"{of_medians:.2f} / {statistics.median(a / b for a, b in pairs):.2f}"
+    """``ratio of medians / median of per-seed ratios`` of ``key`` against plain (a 0 is no figure)."""
+    pairs = [(a, b) for a, b in _against_plain(by, variant, seeds, key) if a and b]
+    return _report.paired_ratio(pairs).text() if pairs else "-"
 
 
 def report(results: list[dict], results_path: Path = RESULTS) -> str:
@@ -250,21 +219,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     _report.add_output_args(parser, "rmt_ablation")
     args = parser.parse_args()
-    if args.report_only:
-        stored = _report.read_rows(args.results)
-        results = [r for env in dict.fromkeys(r["env_id"] for r in stored)
-                   for r in _report.newest_batch(stored, env_id=env)]  # fmt: skip
-    else:
+
+    def run(args: argparse.Namespace) -> list[dict]:
         args.common = _report.batch_common()
         results: list[dict] = []
-        with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(args.workers) as pool:
-            jobs = [pool.submit(run_chain, env, seed, args, results, Path(workdir))
-                    for seed in range(args.first_seed, args.first_seed + args.seeds) for env in args.envs]  # fmt: skip
-            for job in jobs:
-                job.result()
-    if not results:
-        return _report.emit("rmt_ablation", _report.no_rows("rmt_ablation"), args)
-    _report.emit("rmt_ablation", report(results, args.results), args)
+        chains = [(env, seed) for seed in range(args.first_seed, args.first_seed + args.seeds) for env in args.envs]
+        with tempfile.TemporaryDirectory() as workdir:
+            _harness.parallel(lambda chain: run_chain(*chain, args, results, Path(workdir)), chains, args.workers)
+        return results
+
+    def select(stored: list[dict], _: argparse.Namespace) -> list[dict]:  # the newest batch of every env
+        return [
+            r for env in dict.fromkeys(r["env_id"] for r in stored) for r in _report.newest_batch(stored, env_id=env)
+        ]
+
+    _report.run_or_render("rmt_ablation", args, run, report, select)
 
 
 if __name__ == "__main__":

@@ -22,14 +22,11 @@ Rows go to ``benchmarks/results/world_model_quality.jsonl``, one per run, as eac
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
+import itertools
 import tempfile
-import time
 from pathlib import Path
 
+import _harness
 import _report
 
 CONFIG = "configs/breakout-latent.yaml"
@@ -38,46 +35,42 @@ REFRESH_EVERY = 10  # latent.world_model.refresh_every_updates of the config
 WM_BATCH = 64 * 4  # latent.batch_size x 4: one refit step's samples
 
 
-def _train(game: str, refresh_steps: int, rollout_steps: int, args: argparse.Namespace, out: Path) -> dict:
+def _train(game: str, refresh_steps: int, rollout_steps: int, args: argparse.Namespace) -> dict:
+    """One run in its own process; the figures of its row."""
     sets = [f"env.id={game}", f"total_real_steps={args.real_steps}", f"latent.collect_steps={args.frames}",
             f"latent.pretrain_updates={args.pretrain_updates}", f"latent.world_model.refresh_steps={refresh_steps}",
             f"latent.world_model.rollout_steps={rollout_steps}",
-            f"seed={args.seed}", "eval.episodes=2", "env.atari.max_episode_steps=10000", "tracking.enabled=false",
-            "threads=1"]  # fmt: skip
-    command = [sys.executable, "-m", "frugalrl", "train", CONFIG, "--out", str(out)]
-    command += [arg for item in sets for arg in ("--set", item)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "file:///dev/null"}
-    subprocess.run(command, cwd=_report.REPO_ROOT, env=env, check=True, capture_output=True)
-    return json.loads((out / "summary.json").read_text())
+            f"seed={args.seed}", "eval.episodes=2", "env.atari.max_episode_steps=10000"]  # fmt: skip
+    env = {"OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "file:///dev/null"}
+    with tempfile.TemporaryDirectory() as tmp:
+        run = _harness.train(_report.REPO_ROOT / CONFIG, Path(tmp) / "run", sets, env=env)
+        summary = run.summary
+    return dict(
+        game=game, refresh_steps=refresh_steps, rollout_steps=rollout_steps,
+        replay_ratio=round(refresh_steps * WM_BATCH / (REFRESH_EVERY * ROLLOUT), 3),
+        cpu_s=summary["cpu_s"], wall_s=round(run.wall_s, 1),
+        world_model_flops=summary.get("flops_by_phase", {}).get("world_model_train", {}).get("flops"),
+        config_hash=summary["config_hash"], **{k: v for k, v in summary.items() if k.startswith("wm_")},
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common(real_steps=args.real_steps, frames=args.frames,
                                   pretrain_updates=args.pretrain_updates, seed=args.seed)  # fmt: skip
-    rows = []
-    cells = [(game, refresh, k) for game in args.games for refresh in args.refresh_steps for k in args.rollout_steps]
-    for game, refresh_steps, rollout_steps in cells:  # alternating within a game: A B A B
-        load_before = _report.load_average()
-        started = time.perf_counter()
-        with tempfile.TemporaryDirectory() as tmp:
-            summary = _train(game, refresh_steps, rollout_steps, args, Path(tmp) / "run")
-        figures = {k: v for k, v in summary.items() if k.startswith("wm_")}
-        row = _report.stamp(
-            common, game=game, refresh_steps=refresh_steps, rollout_steps=rollout_steps,
-            replay_ratio=round(refresh_steps * WM_BATCH / (REFRESH_EVERY * ROLLOUT), 3),
-            cpu_s=summary["cpu_s"], wall_s=round(time.perf_counter() - started, 1),
-            world_model_flops=summary.get("flops_by_phase", {}).get("world_model_train", {}).get("flops"),
-            config_hash=summary["config_hash"], load_before=load_before, **figures,
-        )  # fmt: skip
-        _report.append_row(args.results, row)
-        rows.append(row)
-        print(f"{game:<18} refresh {refresh_steps:>4} k {rollout_steps}  auc {figures.get('wm_reward_auc')}  events "
-              f"{figures.get('wm_imagined_events')} / {figures.get('wm_real_events')}", flush=True)  # fmt: skip
-    return rows
+    cells = _harness.interleave(args.games, list(itertools.product(args.refresh_steps, args.rollout_steps)))
+
+    def line(row: dict) -> str:
+        return (
+            f"{row['game']:<18} refresh {row['refresh_steps']:>4} k {row['rollout_steps']}  auc "
+            f"{row.get('wm_reward_auc')}  events {row.get('wm_imagined_events')} / {row.get('wm_real_events')}"
+        )
+
+    # alternating within a game: A B A B
+    return _harness.measure(cells, lambda cell: _train(cell[0], *cell[1], args), args.results, common, line)
 
 
 def _num(value: float | None, fmt: str = "{:.3f}") -> str:
-    return "-" if value is None else fmt.format(value)
+    return _report.opt(value, fmt)
 
 
 def render(rows: list[dict], results: Path) -> str:

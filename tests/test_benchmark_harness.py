@@ -1,0 +1,170 @@
+"""The benchmark harness (benchmarks/_harness.py) and the paired statistic (benchmarks/_report.py), issue 32.
+
+Every benchmark script runs its contenders through the harness and compares them with these statistics,
+so their rules are pinned here: the A B A B order, ratio of medians against median of per-seed ratios,
+what a missing figure or a floor does. Fast and deterministic: no training run, one tiny subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from .conftest import REPO
+
+BENCH = REPO / "benchmarks"
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import _harness
+    import _report
+
+    return _harness, _report
+
+
+def test_contenders_alternate_within_every_seed(bench):
+    harness, _ = bench
+    assert harness.interleave([1, 2, 3], ["A", "B"]) == [(1, "A"), (1, "B"), (2, "A"), (2, "B"), (3, "A"), (3, "B")]
+    # mirrored: every other seed in reverse, so no contender always runs first
+    assert [c for _, c in harness.interleave(range(3), "ABC", mirror=True)] == list("ABCCBAABC")
+    assert harness.interleave([], ["A", "B"]) == []
+
+
+def test_ratio_of_medians_and_median_of_per_seed_ratios_are_two_figures(bench):
+    _, report = bench
+    pairs = [(1.0, 2.0), (4.0, 4.0), (9.0, 3.0)]  # A's median 4, B's median 3; per seed 0.5, 1, 3
+    paired = report.paired_ratio(pairs)
+    assert paired.of_medians == 4.0 / 3.0 and paired.per_seed == [0.5, 1.0, 3.0] and paired.median == 1.0
+    assert paired.both == (4.0 / 3.0, 1.0) and report.paired_ratios(pairs) == paired.both
+    assert paired.text() == "1.33 / 1.00" and paired.text("{:.3f}") == "1.333 / 1.000"
+
+
+def test_a_floor_is_taken_off_both_sides_and_a_pair_at_the_floor_has_no_ratio(bench):
+    _, report = bench
+    # returns above a random policy's -10: (0 + 10) / (10 + 10) and (-5 + 10) / (-10 + 10): the second has none
+    paired = report.paired_ratio([(0.0, 10.0), (-5.0, -10.0)], floor=-10.0)
+    assert paired.per_seed == [0.5]
+    assert paired.of_medians == (-2.5 + 10.0) / (0.0 + 10.0)
+    assert math.isnan(report.paired_ratio([]).of_medians) and math.isnan(report.paired_ratio([]).median)
+    assert math.isnan(report.ratio_of_medians([1.0], [2.0], floor=2.0))  # B's median at the floor
+
+
+def test_runs_without_a_partner_count_in_the_medians_only_where_asked(bench):
+    _, report = bench
+    a, b = {1: 2.0, 2: 4.0, 3: 30.0}, {1: 1.0, 2: 2.0, 3: None}
+    pairs = report.pair_up(a, b)
+    assert pairs == [(2.0, 1.0), (4.0, 2.0)]  # seed 3 has no partner figure
+    assert report.paired_ratio(pairs).of_medians == 3.0 / 1.5
+    everything = report.paired_ratio(pairs, medians=([2.0, 4.0, 30.0], [1.0, 2.0]))
+    assert everything.of_medians == 4.0 / 1.5 and everything.per_seed == [2.0, 2.0]
+
+
+def test_paired_differences(bench):
+    _, report = bench
+    diff = report.paired_difference([(5.0, 1.0), (1.0, 2.0), (10.0, 4.0)])
+    assert diff.of_medians == 5.0 - 2.0 and diff.per_seed == [4.0, -1.0, 6.0] and diff.median == 4.0
+    assert math.isnan(report.paired_difference([]).of_medians)
+
+
+def test_ratio_cells_of_returns_only_divide_positive_figures(bench):
+    _, report = bench
+    assert report.ratio_cells([2.0, 4.0], [1.0, 2.0]) == ("2.00", "2.00 (2.00-2.00)")
+    # one seed without B's figure: it still counts in A's median, its ratio is left out (and said so)
+    assert report.ratio_cells([2.0, 4.0, 6.0], [1.0, 2.0, None]) == ("2.67", "2.00 (2.00-2.00) [2/3 seeds]")
+    # returns: a ratio only where both are above 0, a ratio of medians only where both medians are
+    cells = report.ratio_cells([-3.0, 1.0], [1.0, 2.0], positive=True)
+    assert cells == ("n/a (median return <= 0)", "0.50 (0.50-0.50) [1/2 seeds]")
+
+
+def test_median_min_max_text(bench):
+    _, report = bench
+    assert report.mmm([3.0, 1.0, 2.0], "{:.1f}") == "2.0 (1.0-3.0)"
+    assert report.mmm([-3.0, 1.0, 2.0], "{:.1f}") == "1.0 (-3.0 to 2.0)"  # a minus sign is no range dash
+    assert report.mmm([], "{:.1f}") == "-"
+    assert report.median_of([{"x": 1}, {"x": 5}, {"x": 2}], "x") == 2
+    assert report.opt(None, "{:.1f}") == "-" and report.opt(None, "{:.1f}", "missed") == "missed"
+
+
+def test_seeds_every_contender_ran_are_paired_and_the_others_named(bench):
+    _, report = bench
+    rows = [{"seed": 2, "contender": "a", "v": 1}, {"seed": 1, "contender": "b"}, {"seed": 1, "contender": "a"},
+            {"seed": 2, "contender": "a", "v": 2}, {"seed": 3, "contender": "b"}]  # fmt: skip
+    complete, incomplete = report.by_seed(rows, ["a", "b"])
+    assert [entry["seed"] for entry in complete] == [1] and incomplete == [2, 3]
+    complete, _ = report.by_seed(rows, ["a"])
+    assert complete[-1]["a"]["v"] == 2  # the later row of a seed wins
+
+
+def test_measure_keeps_one_row_per_run_in_the_order_of_the_jobs(bench, tmp_path, capsys):
+    harness, _ = bench
+    results = tmp_path / "rows.jsonl"
+    rows = harness.measure(harness.interleave([1, 2], ["A", "B"]), lambda job: {"seed": job[0], "contender": job[1]},
+                           results, {"batch": "b1"}, lambda row: f"{row['seed']} {row['contender']}")  # fmt: skip
+    kept = [json.loads(line) for line in results.read_text().splitlines()]
+    assert kept == rows and [(r["seed"], r["contender"]) for r in kept] == [(1, "A"), (1, "B"), (2, "A"), (2, "B")]
+    assert all(r["batch"] == "b1" and {"load_before", "load_after", "timestamp"} <= r.keys() for r in kept)
+    assert capsys.readouterr().out.splitlines() == ["1 A", "1 B", "2 A", "2 B"]
+    assert harness.parallel(lambda x: x * x, [1, 2, 3], workers=2) == [1, 4, 9]  # in the jobs' order
+
+
+def test_a_worker_runs_in_its_own_process_and_hands_back_json(bench, tmp_path):
+    harness, _ = bench
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "args = sys.argv[1:]\n"
+        "if args[0] == 'fail':\n"
+        "    print('what went wrong'); sys.exit(3)\n"
+        "json.dump({'pid': os.getpid(), 'arg': args[0], 'env': os.environ.get('BENCH_X')},"
+        " open(args[args.index('--result') + 1], 'w'))\n"
+    )
+    result = harness.worker(script, ["ok"], env={"BENCH_X": "1"})
+    assert result["arg"] == "ok" and result["env"] == "1" and result["pid"] != __import__("os").getpid()
+    with pytest.raises(RuntimeError, match="what went wrong"):
+        harness.worker(script, ["fail"])
+
+
+def test_a_failed_frugalrl_command_raises_with_its_log(bench, tmp_path):
+    harness, _ = bench
+    with pytest.raises(RuntimeError, match="exit") as failed:
+        harness.cli(["no-such-command"], tmp_path / "run")
+    log = (tmp_path / "run.log").read_text()  # kept beside the run: the CLI itself said what was wrong
+    assert "no-such-command" in log and log in str(failed.value)
+
+
+def test_metrics_first_reaching_and_episode_returns(bench, tmp_path):
+    harness, _ = bench
+    rows = [{"step": 10}, {"step": 20, "episode_return": 5.0}, {"step": 30, "episode_return": 9.0}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert list(harness.metrics(tmp_path)) == rows
+    assert harness.first_reaching(tmp_path, 6.0)["step"] == 30 and harness.first_reaching(tmp_path, 10.0) is None
+
+    class Env:  # an episode of seed s lasts s % 3 + 1 steps of reward 1
+        def reset(self, seed: int) -> tuple[int, dict]:
+            self.left = seed % 3 + 1
+            return seed, {}
+
+        def step(self, action: int) -> tuple[int, float, bool, bool, dict]:
+            self.left -= 1
+            return action, 1.0, self.left == 0, False, {}
+
+    assert harness.episode_returns(Env(), lambda obs: obs, 4, seed=10) == [2.0, 3.0, 1.0, 2.0]
+
+
+def test_every_benchmark_script_ends_in_run_or_render():
+    """The shared end: run and keep rows, or re-render from kept rows (``--report-only``, ``--check``)."""
+    scripts = [p for p in BENCH.glob("*.py") if not p.name.startswith("_")]
+    # the ledger only renders (from every results file); the equivalence check has no rows or doc section
+    exempt = {"ledger.py", "summary_equivalence.py"}
+    missing = [p.name for p in scripts if p.name not in exempt and "_report.run_or_render(" not in p.read_text()]
+    assert not missing, missing
+    # one implementation of each statistic: no script defines its own median, IQM or ratio of medians
+    own = [
+        p.name for p in scripts if re.search(r"^def (_?median|_?iqm|ratios|_?ratio_of_medians)\(", p.read_text(), re.M)
+    ]
+    assert not own, own
