@@ -468,6 +468,47 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
     return measure
 
 
+FRACTAL_COMMAND = "python benchmarks/fractal_vs_residual.py --envs CartPole-v1 LunarLander-v3 --seeds 5 --write"
+
+
+def _censored_steps(row: dict) -> float:
+    """Steps to the threshold; a run that never got there counts at its budget."""
+    return float(row["steps_to_threshold"] if row["steps_to_threshold"] is not None else row["budget_steps"])
+
+
+def fractal_vs_residual() -> Finding:
+    """Steps to the threshold, fractal block against the residual block on the same layers, paired by seed. The
+    verdict is CartPole's (the claim's env); other envs kept are shown beside it."""
+    rows = rows_of("fractal_vs_residual")
+    found, verdict, seeds = [], "not yet measured (no CartPole-v1 pairs)", []
+    for env in dict.fromkeys(r["env_id"] for r in rows):
+        paired, _ = _report.by_seed([r for r in rows if r["env_id"] == env], ["fractal", "residual"])
+        if not paired:
+            continue
+        ratio = _report.paired_ratio([(_censored_steps(p["fractal"]), _censored_steps(p["residual"])) for p in paired])
+        sooner = sum(_censored_steps(p["fractal"]) < _censored_steps(p["residual"]) for p in paired)
+        reached = {c: sum(p[c]["steps_to_threshold"] is not None for p in paired) for c in ("fractal", "residual")}
+        found.append(f"{env}: steps to {paired[0]['fractal']['threshold']:g}, fractal / residual {ratio.text()} "
+                     f"(fractal sooner on {sooner} of {len(paired)} seeds; reached it: fractal {reached['fractal']}, "
+                     f"residual {reached['residual']})")  # fmt: skip
+        seeds.append(f"{len(paired)} seeds {env}")
+        if env != "CartPole-v1":
+            continue
+        consistent = sooner >= 0.8 * len(paired)
+        if len(paired) < 5:
+            verdict = "not yet measured (fewer than 5 paired seeds)"
+        elif consistent and ratio.of_medians <= 1 / 1.4 and ratio.median <= 1 / 1.4:
+            verdict = "confirmed (at least 1.4x fewer steps, sooner on at least 4 of 5 seeds)"
+        elif consistent and ratio.of_medians < 1 and ratio.median < 1:
+            verdict = "partly (consistently sooner, by less than the claimed 40%)"
+        else:
+            verdict = "refuted (not consistently sooner than the residual block)"
+    if not found:
+        return no_rows("fractal_vs_residual", FRACTAL_COMMAND)
+    return Finding("; ".join(found), ", ".join(seeds) + " (DQN, same env and gradient steps)", verdict,
+                   commands(rows))  # fmt: skip
+
+
 def rmt_share() -> Finding:
     rows = _report.newest_batch(rows_of("rmt_ablation"), env_id="LunarLander-v3")
     shares = {v: [r["top10_share"] for r in rows if r["variant"] == v and r.get("top10_share") is not None]
@@ -578,9 +619,7 @@ CLAIMS = [
     Claim("RMT", "top-k gradient fusion", "75% less communication", fusion_bytes),
     Claim("RMT", "distributed efficiency", "2.8x, -61% GPU-hours on MuJoCo", unmeasured(
         "not measurable here", "needs several GPUs on a slow link; 2 CPU workers on loopback cannot show it")),
-    Claim("RMT", "fractal residual block", "CartPole convergence +40% against ResNet", unmeasured(
-        "not yet measured", "no ResNet-block baseline in frugalrl; the ablation's +fractal row is DQN on "
-        "LunarLander")),
+    Claim("RMT", "fractal residual block", "CartPole convergence +40% against ResNet", fractal_vs_residual),
     Claim("RMT", "Boltzmann + epsilon exploration", "3x milestone discovery on Montezuma's Revenge", unmeasured(
         "not measurable at this budget", "needs Montezuma's Revenge runs of millions of frames")),
     Claim("RMT", "vectorised env interface", "15 ms -> 2.3 ms per step (6.5x)", env_speed),
