@@ -67,12 +67,12 @@ def _raising(exc: BaseException):
     ids=["frugal-error", "disk-full", "permission", "ctrl-c", "abort", "exit-code"],
 )
 def test_every_way_out_of_main_is_its_exit_code_and_at_most_one_line(exc, code, says, monkeypatch, capsys):
-    import frugalrl.cli as cli
+    import frugalrl.cli.root as root  # where main looks the app up
 
     if isinstance(exc, typer.Exit):  # outside standalone mode Click returns the code
-        monkeypatch.setattr(cli, "app", lambda *args, **kwargs: exc.exit_code)
+        monkeypatch.setattr(root, "app", lambda *args, **kwargs: exc.exit_code)
     else:
-        monkeypatch.setattr(cli, "app", _raising(exc))
+        monkeypatch.setattr(root, "app", _raising(exc))
     with pytest.raises(SystemExit) as exit_info:
         main(["anything"])
     err = capsys.readouterr().err
@@ -124,12 +124,12 @@ def test_a_usage_error_is_one_line_naming_the_help(capsys):
 
 def test_a_bug_keeps_its_traceback(monkeypatch):
     """An error no user can fix is not dressed up as one: it propagates (with its traceback)."""
-    import frugalrl.cli as cli
+    import frugalrl.cli.root as root  # where main looks the app up
 
-    monkeypatch.setattr(cli, "app", _raising(ZeroDivisionError("a bug")))
+    monkeypatch.setattr(root, "app", _raising(ZeroDivisionError("a bug")))
     with pytest.raises(ZeroDivisionError):
         main(["anything"])
-    monkeypatch.setattr(cli, "app", _raising(OSError(errno.EIO, "Input/output error")))
+    monkeypatch.setattr(root, "app", _raising(OSError(errno.EIO, "Input/output error")))
     with pytest.raises(OSError):
         main(["anything"])
 

@@ -1,0 +1,53 @@
+"""``frugalrl image``: build the step image from this checkout, push it to a registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from frugalrl.cli.pipeline import _pipelines
+
+image_app = typer.Typer(no_args_is_help=True, help="The step image: build it from this checkout, push it.")
+
+
+@image_app.command("build")
+def image_build(
+    flavor: Annotated[str, typer.Option("--flavor", help="cpu (images/Dockerfile.cpu) or cuda.")] = "cpu",
+    base: Annotated[
+        str | None,
+        typer.Option("--base", help="The base image, or debootstrap: Debian's, made here (no registry needed)."),
+    ] = None,
+    torch_spec: Annotated[str, typer.Option("--torch", help="The torch requirement.")] = "torch==2.13.0",
+    pip_cert: Annotated[
+        Path | None, typer.Option("--pip-cert", help="CA bundle for pip in the build (default: pip's `cert` here).")
+    ] = None,
+) -> None:
+    """Build the step image from this checkout, tagged frugalrl:<version>-<commit>, through the Docker daemon."""
+    from frugalrl.images import build_image
+
+    record = build_image(_checkout(), flavor, base, torch_spec, pip_cert, progress=typer.echo)
+    size = f"{record.size_bytes / 1e9:.2f} GB"
+    typer.echo(f"built {record.tag} ({record.image_id[:19]}, {size}) in {record.build_s:.0f} s")
+    typer.echo(f"push it: frugalrl image push --registry HOST:PORT;  try it: docker run --rm {record.tag} check")
+
+
+@image_app.command("push")
+def image_push(
+    registry: Annotated[str, typer.Option("--registry", help="HOST:PORT of the registry, e.g. 127.0.0.1:5000.")],
+    flavor: Annotated[str, typer.Option("--flavor", help="Which build to push: cpu or cuda.")] = "cpu",
+) -> None:
+    """Push the last build to a registry; compiled pipelines then name it by digest."""
+    from frugalrl.images import push_image
+
+    record = push_image(_checkout(), registry, flavor, progress=typer.echo)
+    typer.echo(f"pushed: {record.pinned}")
+
+
+def _checkout() -> Path:
+    """The frugalrl checkout image commands build from (the current directory or FRUGALRL_HOME)."""
+    _pipelines()
+    import pipelines
+
+    return Path(pipelines.__file__).resolve().parent.parent

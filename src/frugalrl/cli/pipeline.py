@@ -1,0 +1,182 @@
+"""``frugalrl pipeline``: compile a Kubeflow pipeline, submit or schedule it on a cluster, run it locally.
+
+The pipelines live in the checkout (``pipelines/``, ``components/``), not in the installed package:
+``_pipelines`` finds the checkout and imports them from it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from frugalrl.cli.options import SetOption
+from frugalrl.errors import FrugalError
+
+pipeline_app = typer.Typer(no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
+
+
+def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
+    """Import ``pipelines.local`` from the frugalrl checkout (the repo root holds pipelines/ and components/)."""
+    import importlib
+
+    candidates = [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[3]]
+    if os.environ.get("FRUGALRL_HOME"):
+        candidates.insert(0, Path(os.environ["FRUGALRL_HOME"]))
+    for root in candidates:
+        if (root / "pipelines" / "local.py").is_file() and (root / "components").is_dir():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return importlib.import_module("pipelines.local")
+    raise FrugalError(
+        "pipeline commands need a frugalrl checkout (pipelines/, components/); "
+        "run from the repository root or set FRUGALRL_HOME to it"
+    )
+
+
+ImageOption = Annotated[
+    str | None, typer.Option("--image", help="The image every step runs, e.g. HOST:PORT/frugalrl@sha256:...")
+]
+
+
+@pipeline_app.command("compile")
+def pipeline_compile(
+    output: Annotated[Path, typer.Option("-o", "--output", help="IR YAML file to write.")] = Path("pipeline.yaml"),
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Compile the graph this config needs.")] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="The production DAG of a profile: quick, full, or a YAML path.")
+    ] = None,
+    image: ImageOption = None,
+) -> None:
+    """Compile a pipeline to Kubeflow IR YAML: a config's training pipeline, or a profile's production DAG.
+
+    Every step names the image pushed last from this checkout, by digest, unless --image names another."""
+    if config is not None and profile is not None:
+        raise FrugalError("pass --config or --profile, not both")
+    _check_output_file(output)
+    pipelines = _pipelines()
+    line = pipelines.image_line(image, profile)  # a bad --image fails before anything is written
+    pipelines.compile_pipeline(output, config, profile, image)
+    typer.echo(f"compiled: {output}")
+    typer.echo(line)
+
+
+def _check_output_file(output: Path) -> None:
+    """The compiled IR is one YAML file: a folder or another suffix is refused before anything is built."""
+    if output.is_dir():
+        raise FrugalError(f"-o {output} is a folder; give the file to write, e.g. -o {output / 'pipeline.yaml'}")
+    if output.suffix not in (".yaml", ".yml"):
+        raise FrugalError(f"-o {output}: the compiled pipeline is YAML; give a path ending in .yaml")
+
+
+def _compiled(config: Path | None, profile: str | None, package: Path | None, where: Path) -> Path:
+    if sum(x is not None for x in (config, profile, package)) != 1:
+        raise FrugalError("pass exactly one of --config, --profile or --package")
+    if package is not None:
+        if not package.is_file():
+            raise FrugalError(f"--package {package} not found; compile one with `frugalrl pipeline compile`")
+        return package
+    return _pipelines().compile_pipeline(where, config, profile)
+
+
+def _parameters(items: list[str] | None) -> dict:
+    import yaml
+
+    params = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise FrugalError(f"--param {item!r}: expected KEY=VALUE, e.g. --param eval_episodes=20")
+        params[key] = yaml.safe_load(value)
+    return params
+
+
+ParamOption = Annotated[list[str] | None, typer.Option("--param", help="A pipeline parameter: KEY=VALUE")]
+HostOption = Annotated[str, typer.Option("--host", help="The KFP API server, e.g. http://localhost:8080")]
+
+
+def _check_host(host: str) -> None:
+    from urllib.parse import urlparse
+
+    parsed = urlparse(host)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise FrugalError(f"--host {host!r} is not an http(s) URL of the KFP API; e.g. --host http://localhost:8080")
+
+
+@pipeline_app.command("submit")
+def pipeline_submit(
+    host: HostOption,
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    profile: Annotated[str | None, typer.Option("--profile")] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="An already compiled IR YAML.")] = None,
+    name: Annotated[str, typer.Option(help="The run's display name.")] = "frugalrl",
+    params: ParamOption = None,
+) -> None:
+    """Start one run on a Kubeflow Pipelines cluster (compiles first unless --package)."""
+    import tempfile
+
+    _check_host(host)
+    _pipelines()  # puts the checkout's pipelines/ on the path
+    from pipelines.remote import submit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        reply = submit(host, _compiled(config, profile, package, Path(tmp) / "p.yaml"), name, _parameters(params))
+    typer.echo(f"run {reply.get('run_id', '?')} submitted to {host}")
+
+
+@pipeline_app.command("schedule")
+def pipeline_schedule(
+    host: HostOption,
+    cron: Annotated[str, typer.Option("--cron", help="Cron expression, 5 or 6 fields (KFP: seconds first).")],
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    profile: Annotated[str | None, typer.Option("--profile")] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="An already compiled IR YAML.")] = None,
+    name: Annotated[str, typer.Option(help="The recurring run's display name.")] = "frugalrl-scheduled",
+    params: ParamOption = None,
+) -> None:
+    """Create a recurring run on a Kubeflow Pipelines cluster."""
+    import tempfile
+
+    _check_host(host)
+    _pipelines()
+    from pipelines.remote import kfp_cron, schedule
+
+    kfp_cron(cron)  # a bad expression fails before anything is compiled or sent
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = _compiled(config, profile, package, Path(tmp) / "p.yaml")
+        reply = schedule(host, spec, name, _parameters(params), cron)
+    typer.echo(f"recurring run {reply.get('recurring_run_id', '?')} ({kfp_cron(cron)}) created on {host}")
+
+
+@pipeline_app.command("run")
+def pipeline_run(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Experiment YAML.")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", help="Run a profile's production DAG instead.")] = None,
+    overrides: SetOption = None,
+    model_name: Annotated[str | None, typer.Option(help="Registered model name; default <env>-policy.")] = None,
+    root: Annotated[Path, typer.Option(help="Where kfp.local keeps step outputs.")] = Path("pipeline_runs"),
+    isolated: Annotated[
+        bool, typer.Option("--isolated", help="Run each stage as a cluster would: only its declared inputs.")
+    ] = False,
+    runner: Annotated[
+        str, typer.Option("--runner", help="subprocess, or docker: every stage in a container of the step image.")
+    ] = "subprocess",
+    image: ImageOption = None,
+) -> None:
+    """Run a pipeline on this machine (kfp.local, MLflow sqlite by default)."""
+    if (config is None) == (profile is None):
+        raise FrugalError("pass --config FILE (a training pipeline) or --profile NAME (the production DAG)")
+    if profile is not None and (overrides or model_name):
+        raise FrugalError("--set and --model-name apply to --config; a profile sets them in its YAML (profiles/)")
+    pipelines = _pipelines()
+    if profile is not None:
+        for line in pipelines.run_profile_local(profile, root, isolated=isolated, runner=runner, image=image):
+            typer.echo(line)
+        return
+    result = pipelines.run_local(config, overrides or [], model_name=model_name, root=root, isolated=isolated,
+                                 runner=runner, image=image)  # fmt: skip
+    for line in result.lines():
+        typer.echo(line)

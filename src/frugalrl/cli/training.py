@@ -1,0 +1,154 @@
+"""Training a policy and measuring it: ``train``, ``tune``, ``evaluate``, ``sync``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from frugalrl.cli.options import SetOption
+from frugalrl.errors import FrugalError
+
+# eval.episodes' bound (frugalrl.config.MAX_EVAL_EPISODES, not imported: the CLI starts without pydantic)
+MAX_EVAL_EPISODES = 10_000
+
+
+def train(
+    config: Annotated[Path | None, typer.Argument(help="Experiment YAML (not needed with --resume).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory to write.")] = None,
+    resume: Annotated[Path | None, typer.Option("--resume", help="Continue the run in this directory.")] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Train on N workers under torchrun (gradient fusion).")
+    ] = None,
+    overrides: SetOption = None,
+) -> None:
+    """Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."""
+    from frugalrl.config import load_config
+    from frugalrl.fusion.launch import torchrun, under_torchrun
+    from frugalrl.train import train as run_training
+
+    if workers is not None:
+        overrides = [*(overrides or []), f"distributed.workers={workers}"]
+    if config is not None and out is not None and not under_torchrun():
+        cfg = load_config(config, overrides or [])  # a bad config fails here, before any worker starts
+        if cfg.distributed.workers > 1:
+            sets = [a for o in overrides or [] for a in ("--set", o)]
+            code = torchrun([str(config), "--out", str(out), *sets], cfg.distributed.workers)
+            if code != 0:
+                raise FrugalError(f"a training worker failed (exit code {code}); its log above says why")
+            summary = json.loads((out / "summary.json").read_text())
+            typer.echo(f"eval_mean {summary['eval_mean']:.2f} over {summary['eval_episodes']} episodes; "
+                       f"{summary['workers']} workers, {summary['bytes_sent']:,.0f} bytes sent "
+                       f"({summary['compression_ratio']:.1f}x less than dense)")  # fmt: skip
+            typer.echo(f"summary: {out / 'summary.json'}")
+            return
+
+    if resume is not None:
+        if out is not None and out.resolve() != resume.resolve():
+            raise FrugalError(f"--out {out} and --resume {resume} differ; a resumed run writes into its own directory")
+        if overrides:
+            raise FrugalError("--set cannot change a run being resumed; start a new run with --out instead")
+        cfg = load_config(config if config is not None else resume / "config.yaml")
+        summary = run_training(cfg, resume, resume=True)
+        out = resume
+    else:
+        if config is None or out is None:
+            raise FrugalError(
+                "train needs CONFIG and --out DIR (or --resume DIR); "
+                "e.g. frugalrl train configs/cartpole-ppo.yaml --out runs/cartpole"
+            )
+        cfg = load_config(config, overrides or [])
+        summary = run_training(cfg, out)
+    if "rank" in summary:  # a torchrun worker other than rank 0: rank 0 reports
+        typer.echo(f"worker rank {summary['rank']} done")
+        return
+    typer.echo(
+        f"eval_mean {summary['eval_mean']:.2f} +- {summary['eval_std']:.2f} over {summary['eval_episodes']} episodes"
+    )
+    typer.echo(f"summary: {out / 'summary.json'}")
+
+
+def tune(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML with a tuning section.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the trials' runs and best.json.")],
+    worker: Annotated[int, typer.Option(min=0, help="This worker's index (seeds its sampler).")] = 0,
+    overrides: SetOption = None,
+) -> None:
+    """Search the config's tuning.space with Optuna; several workers may share one study (OPTUNA_STORAGE)."""
+    from frugalrl.config import load_config
+    from frugalrl.tuning import tune as run_tuning
+
+    result = run_tuning(load_config(config, overrides or []), out, worker)
+    typer.echo(f"best {result['best_value']:.2f} with {' '.join(result['best_overrides'])}")
+    typer.echo(f"trials: {result['trials']}; best: {out / 'best.json'}")
+
+
+def evaluate(
+    model_uri: Annotated[str, typer.Argument(help="Run dir, policy.pt, or models:/name@alias, runs:/id/policy")],
+    env: Annotated[str | None, typer.Option(help="Env id; default: the one the policy was trained on.")] = None,
+    episodes: Annotated[
+        int, typer.Option(min=1, max=MAX_EVAL_EPISODES, help=f"Episodes to play, 1 to {MAX_EVAL_EPISODES:,}.")
+    ] = 20,
+    seed: Annotated[int, typer.Option(min=0)] = 10_000,
+    stochastic: Annotated[bool, typer.Option(help="Sample actions instead of taking the mode.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    video: Annotated[
+        Path | None, typer.Option(help="Also record one deterministic episode (seed --seed) as a GIF here.")
+    ] = None,
+) -> None:
+    """Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."""
+    from frugalrl.config import EnvConfig
+    from frugalrl.evaluation import evaluate_policy
+    from frugalrl.policy_store import load_policy
+
+    policy = load_policy(model_uri)
+    saved = EnvConfig.saved(policy.spec["env"])
+    env_config = EnvConfig.model_validate(saved)
+    if env is not None:
+        from frugalrl.config import validate_config
+
+        env_config = validate_config({"env": {**saved, "id": env}}, source="--env").env
+        _same_spaces(EnvConfig.model_validate(saved), env_config)
+    result = evaluate_policy(policy, env_config, episodes, seed, deterministic=not stochastic)
+    if json_out:
+        typer.echo(json.dumps({"env_id": env_config.id, **result.metrics(), "returns": result.returns}))
+    else:
+        typer.echo(
+            f"{env_config.id}: mean {result.mean:.2f}  std {result.std:.2f}  IQM {result.iqm:.2f}  "
+            f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)"
+        )
+    if video is not None:
+        from frugalrl.video import record_episode
+
+        recorded = record_episode(policy, env_config, video, seed=seed)
+        typer.echo(
+            f"video: {recorded['path']} (episode from seed {seed}: return {recorded['episode_return']:.1f}, "
+            f"{recorded['episode_steps']} steps, {recorded['frames']} frames)",
+            err=json_out,  # --json keeps stdout one JSON document
+        )
+
+
+def _same_spaces(trained: Any, other: Any) -> None:
+    """Refuse ``evaluate --env`` on an env whose observations or actions the policy cannot take."""
+    from frugalrl.envs.factory import env_spaces
+
+    (obs_a, act_a), (obs_b, act_b) = env_spaces(trained), env_spaces(other)
+    if (
+        obs_a.shape != obs_b.shape
+        or type(act_a) is not type(act_b)
+        or act_a.shape != act_b.shape
+        or (getattr(act_a, "n", None) != getattr(act_b, "n", None))
+    ):
+        raise FrugalError(
+            f"--env {other.id}: observations {obs_b.shape} and actions {act_b} do not fit a policy trained on "
+            f"{trained.id} (observations {obs_a.shape}, actions {act_a}); evaluate it on an env with the same spaces"
+        )
+
+
+def sync(run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of train).")]) -> None:
+    """Send what a run kept while its MLflow store was away; mark a run that was killed KILLED."""
+    from frugalrl.tracking.offline import sync_run_dir
+
+    typer.echo(sync_run_dir(run_dir))
