@@ -145,6 +145,24 @@ def _is_worker(pid: int) -> bool:
         return False
 
 
+def test_train_on_workers_passes_the_overrides_to_torchrun_and_returns_rank_0s_summary(tmp_path, monkeypatch):
+    """The launch without its processes: torchrun's argv, the summary read back, a failed worker one line."""
+    from frugalrl.errors import FrugalError
+    from frugalrl.fusion import launch
+
+    calls = []
+    monkeypatch.setattr(launch, "torchrun", lambda argv, workers: calls.append((argv, workers)) or 0)
+    (tmp_path / "summary.json").write_text(json.dumps({"workers": 3, "eval_mean": 1.5}))
+    summary = launch.train_on_workers(REPO / "c.yaml", tmp_path, ["a=1", "distributed.workers=3"], 3)
+    assert summary == {"workers": 3, "eval_mean": 1.5}
+    assert calls == [([str(REPO / "c.yaml"), "--out", str(tmp_path), "--set", "a=1", "--set", "distributed.workers=3"],
+                      3)]  # fmt: skip
+
+    monkeypatch.setattr(launch, "torchrun", lambda argv, workers: 1)
+    with pytest.raises(FrugalError, match=r"^a training worker failed \(exit code 1\); its log above says why$"):
+        launch.train_on_workers(REPO / "c.yaml", tmp_path / "elsewhere", [], 2)
+
+
 def test_distributed_config_refuses_what_cannot_run_on_workers():
     from frugalrl.config import load_config
     from frugalrl.errors import ConfigError

@@ -26,7 +26,7 @@ def train(
 ) -> None:
     """Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."""
     from frugalrl.config import load_config
-    from frugalrl.fusion.launch import torchrun, under_torchrun
+    from frugalrl.fusion.launch import train_on_workers, under_torchrun
     from frugalrl.train import train as run_training
 
     if workers is not None:
@@ -34,11 +34,7 @@ def train(
     if config is not None and out is not None and not under_torchrun():
         cfg = load_config(config, overrides or [])  # a bad config fails here, before any worker starts
         if cfg.distributed.workers > 1:
-            sets = [a for o in overrides or [] for a in ("--set", o)]
-            code = torchrun([str(config), "--out", str(out), *sets], cfg.distributed.workers)
-            if code != 0:
-                raise FrugalError(f"a training worker failed (exit code {code}); its log above says why")
-            summary = json.loads((out / "summary.json").read_text())
+            summary = train_on_workers(config, out, overrides or [], cfg.distributed.workers)
             typer.echo(f"eval_mean {summary['eval_mean']:.2f} over {summary['eval_episodes']} episodes; "
                        f"{summary['workers']} workers, {summary['bytes_sent']:,.0f} bytes sent "
                        f"({summary['compression_ratio']:.1f}x less than dense)")  # fmt: skip

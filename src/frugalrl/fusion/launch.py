@@ -10,16 +10,19 @@ instead of hang, and torchrun ends the job with a non-zero exit code.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
+from frugalrl.errors import FrugalError
 from frugalrl.fusion.sync import GradientFusion, make_fusion
 
 
@@ -99,3 +102,18 @@ def torchrun(argv: list[str], workers: int) -> int:
     command = torchrun_command(argv, python=sys.executable, nproc_per_node=workers, standalone=True)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     return subprocess.run(command, env=env).returncode
+
+
+def train_on_workers(config_path: Path, out: Path, overrides: list[str], workers: int) -> dict[str, Any]:
+    """Train ``config_path`` (with ``--set`` ``overrides``) into ``out`` on ``workers`` torchrun workers
+    on this machine; the run's summary, which rank 0 writes.
+
+    ``workers`` is the config's ``distributed.workers``: the caller has loaded the config, so one that
+    does not validate fails once, before any worker starts, instead of once in every worker.
+    A worker that fails is a ``FrugalError``; its own log, already on stderr, says why.
+    """
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    code = torchrun([str(config_path), "--out", str(out), *sets], workers)
+    if code != 0:
+        raise FrugalError(f"a training worker failed (exit code {code}); its log above says why")
+    return json.loads((out / "summary.json").read_text())
