@@ -468,7 +468,7 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
     return measure
 
 
-FRACTAL_COMMAND = "python benchmarks/fractal_vs_residual.py --envs CartPole-v1 LunarLander-v3 --seeds 5 --write"
+FRACTAL_COMMAND = "python benchmarks/fractal_vs_residual.py --envs CartPole-v1 --seeds 5 --write"
 
 
 def _censored_steps(row: dict) -> float:
