@@ -10,7 +10,7 @@ from importlib import metadata
 
 import pytest
 
-from frugalrl.images import FLAVOR_PYTHON, pinned_versions
+from frugalrl.image_context import FLAVOR_PYTHON, pinned_versions
 
 from .conftest import REPO
 

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from frugalrl.cli import main
-from frugalrl.images import ImageRecord, context_files, digest_of, save_record, write_context
+from frugalrl.image_context import context_files, write_context
+from frugalrl.images import ImageRecord, digest_of, save_record
 
 from .conftest import REPO
 

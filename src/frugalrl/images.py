@@ -15,13 +15,10 @@ are kept in ``.frugalrl/image-<flavor>.json`` of the checkout: ``pipeline compil
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,14 +28,10 @@ from typing import Any
 
 from frugalrl import __version__
 from frugalrl.errors import FrugalError
+from frugalrl.image_context import FLAVOR_PYTHON, git_output, local_wheels, pinned_versions, pip_setting, write_context
 
 FLAVORS = {"cpu": "images/Dockerfile.cpu", "cuda": "images/Dockerfile.cuda"}
-# The Python of each Dockerfile's base (python:3.11-slim or Debian bookworm; Ubuntu 22.04): which
-# constraints file of the checkout fits it.
-FLAVOR_PYTHON = {"cpu": "py311", "cuda": "py310"}
 DEFAULT_TORCH = "torch==2.13.0"
-# What goes into the build context besides the extras: what the Dockerfiles COPY.
-CONTEXT_PATHS = ("pyproject.toml", "README.md", "src", "components", "pipelines", "configs", "profiles", "images")
 RECORD_DIR = ".frugalrl"
 DEBOOTSTRAP_BASE = "frugalrl-base:bookworm"  # what scripts/build_base_image.sh loads
 REFERENCE = re.compile(r"^[a-z0-9]+(?:[._/:-][a-z0-9]+)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
@@ -102,85 +95,6 @@ def daemon_available() -> bool:
     return True
 
 
-# -- the build context ------------------------------------------------------------------------
-
-
-def _git(repo: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=30, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout
-
-
-def context_files(repo: Path) -> list[str]:
-    """The checkout's files a build sends: tracked or not ignored, under ``CONTEXT_PATHS``."""
-    listed = _git(repo, "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *CONTEXT_PATHS)
-    if listed is None:  # not a git checkout (an unpacked sdist): every file but caches
-        names = []
-        for top in CONTEXT_PATHS:
-            path = repo / top
-            found = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-            names += [str(p.relative_to(repo)) for p in found if "__pycache__" not in p.parts]
-        return names
-    return sorted(n for n in set(listed.split("\0")) if n and (repo / n).is_file())
-
-
-def _pip_setting(name: str) -> list[str]:
-    """A setting of pip here (``find-links``, ``cert``): its environment variable, then pip's config files."""
-    env = os.environ.get(f"PIP_{name.upper().replace('-', '_')}")
-    if env:
-        return env.split()
-    try:
-        out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                             timeout=60, check=True).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return []
-    values: list[str] = []
-    for line in out.splitlines():
-        key, _, value = line.partition("=")
-        if key.rsplit(".", 1)[-1] == name:
-            values += value.strip().strip("'\"").split()
-    return list(dict.fromkeys(values))
-
-
-def local_wheels(torch_spec: str, python_tag: str = "cp311") -> list[Path]:
-    """The torch wheel ``torch_spec`` names, for the image's Python, from pip's ``find-links`` here."""
-    version = torch_spec.partition("==")[2]
-    if not version:
-        return []
-    found = []
-    for place in _pip_setting("find-links"):
-        directory = Path(place.removeprefix("file://"))
-        if directory.is_dir():
-            found += sorted(directory.glob(f"torch-{version}*-{python_tag}-*linux*.whl"))
-    return found[:1]
-
-
-def pinned_versions(repo: Path, flavor: str) -> str | None:
-    """The checkout's constraints for the image's Python (``constraints/py311.txt``), or ``None``
-    where there is none for it (the image then installs from pyproject.toml's ranges)."""
-    path = repo / "constraints" / f"{FLAVOR_PYTHON[flavor]}.txt"
-    return path.read_text() if path.is_file() else None
-
-
-def write_context(repo: Path, out: Path, wheels: list[Path], cert: Path | None, constraints: str | None) -> int:
-    """The build context as a tar file at ``out``; returns its size in bytes."""
-    with tarfile.open(out, "w") as tar:
-        for name in context_files(repo):
-            tar.add(repo / name, arcname=name, recursive=False)
-        for wheel in wheels:
-            tar.add(wheel, arcname=f"images/extras/wheels/{wheel.name}")
-        if cert is not None:
-            tar.add(cert, arcname="images/extras/pip-ca.pem")
-        if constraints is not None:
-            data = constraints.encode()
-            info = tarfile.TarInfo("images/extras/constraints.txt")
-            info.size, info.mtime = len(data), 0  # a fixed mtime: the same versions keep the cached layers
-            tar.addfile(info, io.BytesIO(data))
-    return out.stat().st_size
-
-
 # -- build, push, record ------------------------------------------------------------------------
 
 
@@ -241,11 +155,11 @@ def build_image(
         base = debootstrap_base(repo, progress)
     if base is not None:
         _check_base(client, base)
-    commit = (_git(repo, "rev-parse", "HEAD") or "").strip() or "unknown"
-    dirty = bool((_git(repo, "status", "--porcelain", "--untracked-files=no") or "").strip())
+    commit = (git_output(repo, "rev-parse", "HEAD") or "").strip() or "unknown"
+    dirty = bool((git_output(repo, "status", "--porcelain", "--untracked-files=no") or "").strip())
     tag = f"frugalrl:{__version__}-{commit[:12]}{'-dirty' if dirty else ''}"
     if pip_cert is None:
-        configured = [Path(p) for p in _pip_setting("cert")]
+        configured = [Path(p) for p in pip_setting("cert")]
         pip_cert = next((p for p in configured if p.is_file()), None)
     wheels = local_wheels(torch_spec) if flavor == "cpu" else []
     build_args = {"TORCH_SPEC": torch_spec, "GIT_COMMIT": commit, "GIT_DIRTY": str(dirty).lower()}
