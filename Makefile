@@ -27,14 +27,15 @@ demo: $(STAMP)
 	$(BIN)/frugalrl pipeline run --profile quick
 
 # -n auto: one pytest worker per core (pytest-xdist); --dist loadfile keeps each file on one worker, so a
-# file's module and session fixtures (the step image, a shared encoder) are built once. -rs: every skipped
-# test, with its reason.
+# file's module and session fixtures (the step image, a shared encoder) are built once. Tests marked serial
+# (they restart PostgreSQL, which the others use) run alone afterwards. -rs: every skipped test, with its reason.
 XDIST ?= -n auto --dist loadfile
 test: $(STAMP) check-infra
-	$(BIN)/python -m pytest -q -rs $(XDIST)
+	$(BIN)/python -m pytest -q -rs $(XDIST) -m "not serial"
+	$(BIN)/python -m pytest -q -rs -m serial
 
 test-fast: $(STAMP)  # the edit-test loop: everything but the tests marked slow
-	$(BIN)/python -m pytest -q -rs $(XDIST) -m "not slow"
+	$(BIN)/python -m pytest -q -rs $(XDIST) -m "not slow and not serial"
 
 # The step image (needs a Docker daemon). BASE=debootstrap makes its base from Debian's packages,
 # for machines that reach no container registry (as CI here); empty: the Dockerfile's pinned base.

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -125,7 +126,7 @@ def test_a_killed_worker_fails_the_job_within_the_timeout(tmp_path):
     while victim is None and time.time() < deadline:
         time.sleep(1)
         ps = subprocess.run(["pgrep", "-f", "m frugalrl train"], capture_output=True, text=True).stdout.split()
-        workers = [int(pid) for pid in ps if _is_worker(int(pid))]
+        workers = [int(pid) for pid in ps if _is_worker(int(pid), tmp_path)]
         if len(workers) >= 2 and (tmp_path / "run" / "metrics.jsonl").exists():
             victim = max(workers)
     assert victim is not None, "the workers did not start"
@@ -137,10 +138,12 @@ def test_a_killed_worker_fails_the_job_within_the_timeout(tmp_path):
     assert "a training worker failed" in err
 
 
-def _is_worker(pid: int) -> bool:
+def _is_worker(pid: int, run_dir: Path) -> bool:
+    """A torchrun worker of this test's run (its --out is under ``run_dir``): never another test's process, which
+    may be training beside it (pytest-xdist) with the same command line."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return b"LOCAL_RANK=" in handle.read()
+        with open(f"/proc/{pid}/environ", "rb") as env, open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"LOCAL_RANK=" in env.read() and str(run_dir).encode() in cmdline.read()
     except OSError:
         return False
 

@@ -117,6 +117,7 @@ def _wait_until(predicate, procs, timeout: float) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # restarts the machine's PostgreSQL: no other test may be using it
 @needs_postgres
 def test_many_runs_and_tuning_survive_server_and_database_restarts(tmp_path):
     reason = _can_restart_postgres()
