@@ -217,7 +217,9 @@ class RunSetup:
             if self.made_here and self.out is not None:
                 shutil.rmtree(self.out, ignore_errors=True)
             raise
-        self.metrics_log = (self.out / "metrics.jsonl").open("a") if self.out is not None else None
+        # a resume appends to the rows up to its checkpoint; a pretraining step run again starts its log afresh
+        mode = "a" if self.training else "w"
+        self.metrics_log = (self.out / "metrics.jsonl").open(mode) if self.out is not None else None
         try:
             with tracker_cm as tracker:
                 yield tracker
