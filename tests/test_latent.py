@@ -340,6 +340,32 @@ def test_a_latent_run_reports_throughput_and_a_callback_can_stop_it(tmp_path):
     assert all(row["sps"] > 0 and row["cpu_s"] > 0 for row in rows)
 
 
+def test_a_pruned_trial_stops_a_latent_run(tmp_path):
+    """The tuner prunes from ``on_update`` (``frugalrl.tuning``: ``trial.should_prune()``, then
+    ``raise optuna.TrialPruned``): a latent run stops at that update, as any run, with no summary."""
+    import optuna
+
+    from frugalrl.train import train
+
+    class PruneAlways(optuna.pruners.BasePruner):
+        def prune(self, study, trial) -> bool:
+            return True
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    trial = optuna.create_study(direction="maximize", pruner=PruneAlways()).ask()
+
+    def report(learner, metrics):  # as the tuner's, reporting every update
+        trial.report(float(metrics.get("episode_return", 0.0)), step=learner.global_step)
+        if trial.should_prune():
+            raise optuna.TrialPruned(f"pruned at step {learner.global_step}")
+
+    with pytest.raises(optuna.TrialPruned, match="pruned at step"):
+        train(breakout(), tmp_path / "run", interactive=False, on_update=report)
+    rows = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert len(rows) == 1 and json.loads(rows[0])["sps"] > 0
+    assert not (tmp_path / "run" / "summary.json").exists()
+
+
 def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
     import yaml
 

@@ -75,7 +75,7 @@ def test_every_learner_implements_the_protocol():
         assert issubclass(cls, LearnerBase)
     config = tiny_config()
     from frugalrl.envs.factory import make_vec_env
-    from frugalrl.train import build_learner
+    from frugalrl.learners import build_learner
 
     env = make_vec_env(config.env, gamma=config.ppo.gamma)
     agent = build_learner(config, env, CostMeter(), torch.device("cpu"))

@@ -202,6 +202,37 @@ def test_compare_writes_table_plot_adapters_and_mlflow(tmp_path, capsys):
     assert "already holds a PEFT comparison" in capsys.readouterr().err
 
 
+def test_finetune_runs_through_the_loop_and_the_learner_steps_only_what_trains(tmp_path):
+    """One metrics.jsonl row per SAC update after the warm-up; the optimizers hold the adapted parameters only."""
+    from frugalrl.cost import CostMeter
+    from frugalrl.peft.finetune import FinetuneSAC, adapted_networks, finetune
+    from frugalrl.peft.source import load_source
+    from frugalrl.train import train
+
+    config = load_config(REPO / "configs" / "peft-quick.yaml", ["sac.total_timesteps=150", "sac.learning_starts=100",
+                         "sac.batch_size=32", "peft.steps=60", "peft.warmup_steps=40", "peft.eval_episodes=1",
+                         "eval.episodes=1"])  # fmt: skip
+    train(config.model_copy(update={"peft": None}), tmp_path / "source", interactive=False)
+    source = load_source(str(tmp_path / "source"))
+    result = finetune(source, config.peft, "lora", {"rank": 2}, config.peft.targets[0], 1, out=tmp_path / "ft")
+    rows = [json.loads(line) for line in (tmp_path / "ft" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows] == list(range(41, 61)) and result.env_steps == 60
+    assert all("critic_loss" in row and row["learning_rate"] == config.peft.learning_rate for row in rows)
+
+    env = make_vec_env(config.env, gamma=config.sac.gamma)
+    networks, adaptation, critic = adapted_networks(source, config, env, config.peft, "lora", {"rank": 2})
+    learner = FinetuneSAC(config, env, CostMeter(), torch.device("cpu"), networks, warmup_steps=0)
+    env.close()
+
+    def stepped(optimizer: torch.optim.Optimizer) -> int:
+        return sum(p.numel() for group in optimizer.param_groups for p in group["params"])
+
+    everything = sum(p.numel() for p in learner.policy.parameters())
+    assert stepped(learner.actor_optimizer) == adaptation.trainable < everything
+    assert stepped(learner.critic_optimizer) == critic.trainable
+    torch.testing.assert_close(learner.log_alpha.detach(), source.agent_state["log_alpha"])
+
+
 def test_weak_source_is_refused(tmp_path):
     config = load_config(REPO / "configs" / "peft-quick.yaml", ["sac.total_timesteps=200", "sac.learning_starts=100",
                          "eval.episodes=1", "peft.min_source_return=100000"])  # fmt: skip

@@ -119,6 +119,12 @@ def test_pretrain_without_tracking_and_bad_dataset(tmp_path):
     summary = pretrain_evaluator(config, tmp_path / "ev")
     assert summary["mlflow_run_id"] is None
     assert (tmp_path / "ev" / "evaluator.pt").is_file()
+    # the collecting PPO run goes through the run loop: one metrics.jsonl row per update, as every run
+    rows = [json.loads(line) for line in (tmp_path / "ev" / "metrics.jsonl").read_text().splitlines()]
+    updates = 1024 // (config.env.num_envs * config.ppo.num_steps)  # pretrain_steps in rollouts
+    assert [row["update"] for row in rows] == list(range(1, updates + 1)) and rows[-1]["step"] == 1024
+    assert all(row["sps"] > 0 and "policy_loss" in row for row in rows)
+    assert not (tmp_path / "ev" / "checkpoint.pt").exists()  # a pretraining step keeps no checkpoint
     (tmp_path / "bad.npz").write_bytes(b"garbage")
     from frugalrl.errors import CheckpointError
 

@@ -19,8 +19,8 @@ from frugalrl.algos.ppo import PPO
 from frugalrl.algos.sac import SAC
 from frugalrl.cost import CostMeter, count_real_steps, count_virtual_steps
 from frugalrl.envs.factory import make_vec_env
+from frugalrl.learners import build_learner
 from frugalrl.meta import Adjustment, FixedHyperparameters, MetaController
-from frugalrl.train import build_learner
 
 from .conftest import tiny_config
 from .test_dqn import dqn_config

@@ -86,8 +86,8 @@ class _Rollout:
 
 def _refresher(rollout_steps: int, capacity: int = 50_000):
     from frugalrl.cost import CostMeter
+    from frugalrl.latent.dyna import WorldModelRefresher
     from frugalrl.latent.store import LatentModels
-    from frugalrl.latent.train import WorldModelRefresher
 
     from .test_latent import breakout
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -104,6 +105,31 @@ def build_sac_actor(
     return actor if config.policy.ortho_init else default_init(actor)
 
 
+@dataclass
+class SACNetworks:
+    """What SAC learns with: the actor, the twin critics and (optionally) a starting log-temperature.
+
+    The learner's optimizers step the parameters that require gradients: every one of fresh networks
+    (``build``), only the adapters of networks a PEFT method adapted (``frugalrl.peft.finetune``)."""
+
+    actor: SquashedGaussianActor
+    critic: TwinCritic
+    log_alpha: torch.Tensor | None = None  # None: 0, or log(ent_coef) when the temperature is fixed
+
+    @classmethod
+    def build(cls, obs_space: gym.spaces.Box, action_space: gym.Space, config: ExperimentConfig) -> SACNetworks:
+        actor = build_sac_actor(obs_space, action_space, config)
+        obs_dim, action_dim = int(np.prod(obs_space.shape)), int(np.prod(action_space.shape))
+        critic = TwinCritic(obs_dim, action_dim, config.policy.hidden, config.policy.block)
+        if not config.policy.ortho_init:
+            default_init(critic)
+        return cls(actor, critic)
+
+
+def _trainable(module: nn.Module) -> list[nn.Parameter]:
+    return [p for p in module.parameters() if p.requires_grad]
+
+
 class SAC(OffPolicyLearner):
     """The SAC learner; the same driving interface as ``PPO`` and ``DQN``."""
 
@@ -119,7 +145,9 @@ class SAC(OffPolicyLearner):
         *,
         gradient_sync: GradientSync = LOCAL_SYNC,
         hyper: HyperController | None = None,
+        networks: SACNetworks | None = None,
     ):
+        """``networks`` (default: fresh ones, ``SACNetworks.build``) are what it learns with."""
         super().__init__(
             config,
             config.sac,
@@ -131,18 +159,18 @@ class SAC(OffPolicyLearner):
             hyper=hyper,
         )
         obs_space, action_space = env.single_observation_space, env.single_action_space
-        self.policy = build_sac_actor(obs_space, action_space, config).to(device)
+        networks = networks or SACNetworks.build(obs_space, action_space, config)
+        self.policy = networks.actor.to(device)
         self.action_dim = int(np.prod(action_space.shape))
-        obs_dim, hidden = int(np.prod(obs_space.shape)), config.policy.hidden
-        self.critic = TwinCritic(obs_dim, self.action_dim, hidden, config.policy.block).to(device)
-        if not config.policy.ortho_init:
-            default_init(self.critic)
+        self.critic = networks.critic.to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hp.learning_rate)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.hp.learning_rate)
+        self.actor_optimizer = torch.optim.Adam(_trainable(self.policy), lr=self.hp.learning_rate)
+        self.critic_optimizer = torch.optim.Adam(_trainable(self.critic), lr=self.hp.learning_rate)
         self.auto_alpha = self.hp.ent_coef == "auto"
         self.log_alpha = torch.zeros(1, device=device, requires_grad=self.auto_alpha)
-        if not self.auto_alpha:
+        if networks.log_alpha is not None:
+            self.log_alpha.data.copy_(networks.log_alpha)
+        elif not self.auto_alpha:
             self.log_alpha.data.fill_(math.log(float(self.hp.ent_coef)))
         target = self.hp.target_entropy
         self.target_entropy = -float(self.action_dim) if target == "auto" else float(target)

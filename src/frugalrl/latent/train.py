@@ -5,42 +5,39 @@
     curriculum scheduler: which source the next rollout comes from (stages or adaptive)
 
 ``LatentCurriculum`` is one learner for the run loop (``frugalrl.loop``); ``train`` drives it like
-any other. Both sources are plain ``PPO`` learners sharing one policy and one optimizer, so an update
-is the same clipped-surrogate step whichever env produced the rollout; only the step counter
-differs (real vs virtual). The budget is in real env steps (``ppo.total_timesteps``, or
-``total_real_steps``). Every ``world_model.refresh_every_updates`` real updates the world
-model is refitted on the latest real transitions and virtual episodes start from fresh real
-latents (Dyna). Encoder and world-model pretraining inside the run count into ``pretrain_flops``
-(a loaded encoder's recorded cost too); encoding real frames and stepping the world model are
-``inference``; the policy's and the world-model refit's learning are ``train`` (``frugalrl.cost``).
+any other (``frugalrl.run_setup`` makes the run directory, then ``start_latent_run`` the learner).
+Both sources are plain ``PPO`` learners sharing one policy and one optimizer, so an update is the
+same clipped-surrogate step whichever env produced the rollout; only the step counter differs (real
+vs virtual). The budget is in real env steps (``ppo.total_timesteps``, or ``total_real_steps``).
+Every ``world_model.refresh_every_updates`` real updates the world model is refitted on the latest
+real transitions and virtual episodes start from fresh real latents (Dyna: ``frugalrl.latent.dyna``).
+The encoder and world model come from ``frugalrl.latent.prepare``; their pretraining inside the run
+counts into ``pretrain_flops`` (a loaded encoder's recorded cost too); encoding real frames and
+stepping the world model are ``inference``; the policy's and the world-model refit's learning are
+``train`` (``frugalrl.cost``).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from frugalrl.algos.base import LearnerBase
 from frugalrl.algos.ppo import PPO
-from frugalrl.checkpoint import atomic_write_bytes
-from frugalrl.config import ExperimentConfig
+from frugalrl.config import ExperimentConfig, validate_config
 from frugalrl.cost import CostMeter, count_virtual_steps
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, FrugalError
 from frugalrl.latent.adapter import EncodedActorCritic, lora_encoder, merged_encoder, trainable_parameters
 from frugalrl.latent.curriculum import CurriculumScheduler
-from frugalrl.latent.dataset import collect_frames
-from frugalrl.latent.encoder import encode
+from frugalrl.latent.dyna import WorldModelRefresher
 from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
-from frugalrl.latent.pretrain import train_latent_models
+from frugalrl.latent.prepare import prepare_models
 from frugalrl.latent.quality import diagnostic_gate, world_model_quality
-from frugalrl.latent.store import LatentModels, load_latent, save_latent
 from frugalrl.nets.policy import ExportedPolicy
 
 
@@ -56,178 +53,6 @@ def warn_batch_ratio(config: ExperimentConfig) -> str | None:
     )
 
 
-def prepare_models(config: ExperimentConfig, meter: CostMeter, out: Path) -> tuple[LatentModels, torch.Tensor, str]:
-    """The encoder and world model (loaded, or pretrained here), and a bank of real start latents."""
-    latent = config.latent
-    atari = config.env.atari
-    if latent.encoder_from:
-        models = load_latent(latent.encoder_from)
-        spec = models.encoder.spec()
-        wanted = {"in_channels": atari.stack_num, "frame_size": atari.img_size, "latent_dim": latent.latent_dim}
-        if spec != wanted:
-            raise ConfigError(
-                f"latent.encoder_from {latent.encoder_from}: encoder has {spec}, the config asks for {wanted}; "
-                "set latent.latent_dim / env.atari to match it"
-            )
-        # Made once, for many runs (a registered encoder): listed by name as a shared cost (None: saved
-        # before costs were kept), apart from what this run alone costs (``per_run_flops``).
-        meter.add_pretrained(f"encoder {latent.encoder_from}", models.metadata.get("pretrain_flops"), shared=True)
-        if config.env.id in models.games and latent.encoder_mode == "frozen":
-            models.for_game(config.env.id)
-            data = collect_frames(config, steps=min(latent.collect_steps, 2048))  # start latents only
-            note = f"encoder and world model from {latent.encoder_from} ({config.env.id}'s head)"
-        else:
-            models, data, note = _transfer(models, config, meter, out)
-    else:
-        data = collect_frames(config)
-        models, metrics = train_latent_models(config, data, meter)
-        models.metadata.update(env_id=config.env.id, objective=latent.objective, pretrain_flops=meter.pretrain_flops)
-        save_latent(out / "encoder.pt", models)
-        atomic_write_bytes(out / "encoder_metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
-        note = f"encoder pretrained in this run (psnr {metrics['psnr_db']} dB)"
-    for module in (models.encoder, models.decoder):
-        module.eval().requires_grad_(False)
-    games, times = np.meshgrid(np.arange(data.num_games), np.arange(data.steps_per_game), indexing="ij")
-    frames = torch.as_tensor(data.stacked(games.ravel(), times.ravel(), int(data.meta["stack"])))
-    with torch.no_grad():
-        bank = meter.run_counted("encode_start", lambda: encode(models.encoder, frames), len(frames))
-    meter.count("encode_start", len(frames))  # the virtual env's start latents: real frames, encoded
-    return models, bank, note
-
-
-def _transfer(
-    models: LatentModels, config: ExperimentConfig, meter: CostMeter, out: Path
-) -> tuple[LatentModels, Any, str]:
-    """A pretrained encoder on a game it never saw (or to fine-tune): adapt it, learn this game's world model.
-
-    The world model never transfers across games (other actions, other dynamics): a game the
-    encoder was trained on keeps its head, any other gets a new one fitted on frames of this game.
-    ``encoder_mode: finetune`` first trains the encoder on them. The saved ``encoder.pt`` holds
-    this game's head only.
-    """
-    from frugalrl.latent.pretrain import TransitionSampler, fit_world_model, heldout_metrics
-    from frugalrl.latent.world_model import LatentWorldModel
-
-    latent = config.latent
-    data = collect_frames(config)
-    num_actions = int(data.meta["num_actions"])
-    source_games = models.games
-    if config.env.id in source_games:
-        models.for_game(config.env.id)
-    if config.env.id not in source_games or models.world_model.num_actions != num_actions:
-        models.world_model = LatentWorldModel(latent.latent_dim, num_actions, latent.world_model.hidden)
-    models.heads = {}
-    if latent.encoder_mode == "finetune":
-        models, _ = train_latent_models(config, data, meter, start=models)
-    train_steps, test_steps = data.split(latent.holdout_fraction)
-    sampler = TransitionSampler(data, train_steps, config.seed)
-    steps = max(1, latent.world_model.epochs * len(sampler) // (latent.batch_size * 4))
-    fit_world_model(models, sampler, config, meter, steps)
-    metrics = heldout_metrics(models, data, test_steps, config)
-    models.metadata = {**models.metadata, "env_id": config.env.id, "games": [config.env.id],
-                       "transferred_from": source_games, "pretrain_flops": meter.pretrain_flops}  # fmt: skip
-    save_latent(out / "encoder.pt", models)
-    atomic_write_bytes(out / "encoder_metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
-    return (
-        models,
-        data,
-        (
-            f"encoder from {latent.encoder_from} ({', '.join(source_games)}, {latent.encoder_mode}); "
-            f"world model fitted on {config.env.id} (held-out PSNR {metrics['psnr_db']} dB)"
-        ),
-    )
-
-
-class WorldModelRefresher:
-    """Dyna: refit the world model on the newest real transitions, hand out fresh start latents.
-
-    With ``world_model.rollout_steps`` k > 1 the refit also unrolls the model open-loop for k steps
-    from each sampled latent with the recorded actions and adds the error of every imagined latent
-    (until the episode's end): a one-step loss never sees the errors that compound in a virtual
-    episode of ``horizon`` steps.
-    """
-
-    def __init__(self, models: LatentModels, config: ExperimentConfig, meter: CostMeter, capacity: int = 50_000):
-        self.wm = models.world_model
-        self.cfg = config.latent.world_model
-        self.meter = meter
-        self.capacity = capacity
-        self.optimizer = torch.optim.Adam(self.wm.parameters(), lr=self.cfg.learning_rate)
-        self.buffer: dict[str, torch.Tensor] = {}
-        self.batch_size = config.latent.batch_size * 4
-        self.generator = torch.Generator().manual_seed(config.seed)
-        self.num_envs = 1
-        self.rollouts = 0
-
-    def add(self, agent: PPO) -> None:
-        """Transitions of the real learner's last rollout (latent, action, reward, done, next latent),
-        time-major, each with the env it came from (``seq``) and its step in the rollout (``t``)."""
-        obs, actions, rewards, dones = agent.obs[:-1], agent.actions[:-1], agent.rewards[:-1], agent.dones[:-1]
-        steps, self.num_envs = obs.shape[0], obs.shape[1]
-        new = {
-            "z": obs.reshape(-1, obs.shape[-1]),
-            "a": actions.reshape(-1),
-            "r": rewards.reshape(-1),
-            "d": dones.reshape(-1),
-            "z1": agent.obs[1:].reshape(-1, obs.shape[-1]),
-            "seq": (self.rollouts * self.num_envs + torch.arange(self.num_envs)).repeat(steps),
-            "t": torch.arange(steps).repeat_interleave(self.num_envs),
-        }
-        self.rollouts += 1
-        for key, value in new.items():
-            self.buffer[key] = torch.cat([self.buffer[key], value])[-self.capacity :] if key in self.buffer else value
-
-    def _starts(self, k: int) -> torch.Tensor:
-        """Buffer indices whose next k - 1 transitions of the same env are in the buffer too."""
-        seq, t, stride = self.buffer["seq"], self.buffer["t"], self.num_envs * (k - 1)
-        n = len(seq) - stride
-        if n <= 0:
-            return torch.empty(0, dtype=torch.long)
-        ok = (seq[stride:] == seq[:n]) & (t[stride:] == t[:n] + (k - 1))
-        return torch.nonzero(ok).squeeze(-1)
-
-    def _open_loop(self, idx: torch.Tensor, first: torch.Tensor, k: int) -> torch.Tensor:
-        """Mean latent error of steps 2..k unrolled from step 1's prediction ``first`` (alive steps only)."""
-        b, errors = self.buffer, []
-        latent, alive = first, ~b["d"][idx].bool()
-        for j in range(1, k):
-            at = idx + j * self.num_envs
-            alive = alive & ~b["d"][at].bool()
-            latent = self.wm(latent, b["a"][at]).next_latent
-            if alive.any():
-                errors.append(F.mse_loss(latent[alive], b["z1"][at][alive]) * self.wm.latent_dim)
-        return torch.stack(errors).mean() if errors else first.new_zeros(())
-
-    def refit(self) -> float:
-        wm, n, k = self.wm, len(self.buffer["z"]), self.cfg.rollout_steps
-        starts = self._starts(k) if k > 1 else None
-        if starts is not None and len(starts) == 0:
-            k, starts = 1, None  # too little replay for k steps yet: one-step loss this time
-        loss_value = float("nan")
-        for _ in range(self.cfg.refresh_steps):
-            if starts is None:
-                idx = torch.randint(0, n, (self.batch_size,), generator=self.generator)
-            else:
-                idx = starts[torch.randint(0, len(starts), (self.batch_size,), generator=self.generator)]
-            b = {key: self.buffer[key][idx] for key in ("z", "a", "r", "d", "z1")}
-
-            def step(b=b, idx=idx) -> torch.Tensor:
-                loss, pred = wm.loss(b["z"], b["a"], b["z1"], b["r"], b["d"])
-                if k > 1:
-                    loss = loss + self._open_loop(idx, pred.next_latent, k)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.optimizer.step()
-                return loss.detach()
-
-            loss_value = float(self.meter.run_counted("world_model_train", step, self.batch_size))
-            self.meter.count("world_model_train", self.batch_size)
-        return loss_value
-
-    def start_latents(self) -> torch.Tensor:
-        return self.buffer["z"]
-
-
 def _source_configs(config: ExperimentConfig) -> tuple[ExperimentConfig, ExperimentConfig]:
     """The real learner's config and the virtual one's (more envs, its own minibatch size)."""
     latent = config.latent
@@ -238,21 +63,14 @@ def _source_configs(config: ExperimentConfig) -> tuple[ExperimentConfig, Experim
         "env": {**base["env"], "num_envs": latent.virtual_num_envs},
         "ppo": {**base["ppo"], "batch_size": latent.virtual_batch_size},
     }
-    from frugalrl.config import validate_config
-
     return validate_config(real, "latent.real_batch_size"), validate_config(virtual, "latent.virtual_batch_size")
 
 
-def start_latent_run(config: ExperimentConfig, out: Path, meter: CostMeter) -> tuple[LatentCurriculum, torch.device]:
-    """Check the config, create the run directory, prepare the models; the started learner and the device."""
-    from frugalrl.envs.registry import is_atari
-    from frugalrl.rundir import start_run_dir
-
-    if not is_atari(config.env.id):
-        raise ConfigError(f"latent.enabled needs an ALE game (env.id {config.env.id}); use e.g. ALE/Breakout-v5")
+def start_latent_run(config: ExperimentConfig, out: Path, meter: CostMeter, device: torch.device) -> LatentCurriculum:
+    """The started curriculum learner of a new run in ``out`` (created by ``frugalrl.run_setup``); the
+    encoder and world model are prepared here (loaded, transferred or pretrained)."""
     if (out / "summary.json").exists() or (out / "metrics.jsonl").exists():
         raise FrugalError(f"{out} already holds a run; pick a new --out (latent runs cannot be resumed yet)")
-    device = start_run_dir(config, out)
     if device.type != "cpu":
         raise ConfigError("latent curriculum runs on device: cpu for now (its world model steps on CPU)")
     warning = warn_batch_ratio(config)
@@ -260,7 +78,7 @@ def start_latent_run(config: ExperimentConfig, out: Path, meter: CostMeter) -> t
         print(warning)
     learner = LatentCurriculum(config, out, meter, device)
     learner.start(config.seed)
-    return learner, device
+    return learner
 
 
 class LatentCurriculum(LearnerBase):

@@ -10,7 +10,8 @@ on the source task after fine-tuning, against the source policy's before). Files
     peft_runs.csv      one row per fine-tuning run (written as runs finish: nothing is lost)
     peft_table.csv     the aggregated table; peft_table.md the same in Markdown
     peft_plot.png      return % vs cost %, one point per method and target
-    adapters/TARGET/METHOD/adapter.pt   each method's adapter (seed 1), for `frugalrl peft apply`
+    adapters/TARGET/METHOD/seedN/      each run's adapter.pt (seed 1's for `frugalrl peft apply`) and
+                       metrics.jsonl (one row per SAC update)
     best/policy.pt     the best parameter-efficient method's adapted policy (first target)
     summary.json       the table, the source's return, the best method
 """
@@ -71,16 +72,15 @@ def check_methods(source: SourceRun, config: ExperimentConfig) -> None:
 
 
 def _job(source_uri: str, config_dict: dict[str, Any], method: str, target_name: str, seed: int, out: str) -> dict:
-    """One fine-tuning run in a worker process; writes its adapter, returns its row."""
+    """One fine-tuning run in a worker process; writes its metrics.jsonl and adapter, returns its row."""
     from frugalrl.config import validate_config
 
     config = validate_config(config_dict)
     torch.set_num_threads(max(config.threads, 1))
     source = load_source(source_uri)
     target = next(t for t in config.peft.targets if t.name == target_name)
-    result = finetune(source, config.peft, method, config.peft.methods[method], target, seed)
-    where = Path(out) / "adapters" / target_name / method / f"seed{seed}"
-    where.mkdir(parents=True, exist_ok=True)
+    where = Path(out) / "adapters" / target_name / method / f"seed{seed}"  # its metrics.jsonl, then its adapter
+    result = finetune(source, config.peft, method, config.peft.methods[method], target, seed, out=where)
     save_adapter(where / ADAPTER_FILE, method, result.adaptation.options, result.adapter_state)
     return result.row()
 

@@ -1,22 +1,24 @@
 """One fine-tuning run: the source SAC learner, adapted by one method, trained on one target task.
 
-The SAC learner is rebuilt on the target env, loaded with the source's actor, critics and
+The SAC networks are built for the target env, loaded with the source's actor, critics and
 temperature, then ``adapt`` freezes all but the method's parameters (in the actor, and in the
-critics unless ``adapt_critic`` is off). The source policy first collects ``warmup_steps``
-(no random-action phase: the point is to start from what it knows); then SAC updates run
-for the rest of the ``steps`` budget. FLOPs are metered with the adapted networks, so a
+critics unless ``adapt_critic`` is off); the learner (``FinetuneSAC``) builds its optimizers over
+what still trains, at ``peft.learning_rate``. The source policy first collects ``warmup_steps``
+(no random-action phase: the point is to start from what it knows); then SAC updates run, through
+the run loop, for the rest of the ``steps`` budget. FLOPs are metered with the adapted networks, so a
 method that skips weight gradients shows it.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from frugalrl.algos.sac import SAC, SACNetworks
 from frugalrl.config import EnvConfig, ExperimentConfig, PeftConfig, PeftTarget
 from frugalrl.cost import CostMeter
 from frugalrl.envs.factory import make_vec_env
@@ -24,6 +26,7 @@ from frugalrl.evaluation import evaluate_policy
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.peft.methods import Adaptation, adapt, trainable_state
 from frugalrl.peft.source import SourceRun
+from frugalrl.run_setup import RunSetup
 
 ACTOR_HEADS = ["mean", "log_std"]
 CRITIC_HEADS = ["q1.1", "q2.1"]
@@ -75,6 +78,48 @@ def exported(actor: torch.nn.Module, config: ExperimentConfig, env: EnvConfig) -
     return ExportedPolicy(actor, spec=spec).eval()
 
 
+class FinetuneSAC(SAC):
+    """SAC on the target task from adapted source networks: at the start the source policy acts for
+    ``warmup_steps`` env steps (no random-action phase and no updates: the point is to start from
+    what it knows); then SAC updates run until ``sac.total_timesteps`` env steps."""
+
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        env: Any,
+        meter: CostMeter,
+        device: torch.device,
+        networks: SACNetworks,
+        warmup_steps: int,
+    ):
+        super().__init__(config, env, meter, device, networks=networks)
+        self.warmup_steps = min(warmup_steps, self.hp.total_timesteps)
+
+    def start(self, seed: int) -> None:
+        super().start(seed)
+        while self.global_step < self.warmup_steps:
+            self.collect()
+
+    def finished(self) -> bool:
+        return self.global_step >= self.hp.total_timesteps
+
+
+def adapted_networks(
+    source: SourceRun, config: ExperimentConfig, env: Any, peft: PeftConfig, method: str, options: dict[str, Any]
+) -> tuple[SACNetworks, Adaptation, Adaptation]:
+    """The source's actor, critics and temperature, adapted by ``method`` (the critics too unless
+    ``adapt_critic`` is off): only the method's parameters still require gradients."""
+    networks = SACNetworks.build(env.single_observation_space, env.single_action_space, config)
+    state = source.agent_state
+    networks.actor.load_state_dict(state["policy"])
+    networks.critic.load_state_dict(state["critic"])
+    networks.log_alpha = state["log_alpha"]
+    adaptation = adapt(networks.actor, method, options, ACTOR_HEADS)
+    critic_options = options if peft.adapt_critic else None
+    critic = adapt(networks.critic, method if peft.adapt_critic else "full", critic_options, CRITIC_HEADS)
+    return networks, adaptation, critic
+
+
 def finetune(
     source: SourceRun,
     peft: PeftConfig,
@@ -82,40 +127,34 @@ def finetune(
     options: dict[str, Any],
     target: PeftTarget,
     seed: int,
+    out: Path | None = None,
 ) -> FinetuneResult:
-    """Fine-tune the source on ``target`` with ``method``; evaluate on the target and the source task."""
-    from frugalrl.algos.sac import SAC
+    """Fine-tune the source on ``target`` with ``method``; evaluate on the target and the source task.
 
+    The SAC updates go through the run loop; with ``out`` their metrics.jsonl (one row per update) is kept there.
+    """
     torch.manual_seed(seed)
     base = source.config
-    sac = base.sac.model_copy(update={"total_timesteps": peft.steps, "learning_starts": 0})
+    sac = base.sac.model_copy(
+        update={"total_timesteps": peft.steps, "learning_starts": 0, "learning_rate": peft.learning_rate}
+    )
     config = base.model_copy(update={"seed": seed, "sac": sac, "meta": base.meta.model_copy(update={"enabled": False})})
     env_config = target_env(base, target)
     env = make_vec_env(env_config.model_copy(update={"num_envs": 1}), gamma=sac.gamma)
     meter = CostMeter()
+    device = torch.device("cpu")
     try:
-        learner = SAC(config, env, meter, torch.device("cpu"))
-        state = source.agent_state
-        learner.policy.load_state_dict(state["policy"])
-        learner.critic.load_state_dict(state["critic"])
-        learner.log_alpha.data.copy_(state["log_alpha"])
-        adaptation = adapt(learner.policy, method, options, ACTOR_HEADS)
-        critic_options = options if peft.adapt_critic else None
-        critic = adapt(learner.critic, method if peft.adapt_critic else "full", critic_options, CRITIC_HEADS)
-        learner.critic_target = copy.deepcopy(learner.critic).requires_grad_(False)
-        trainable = lambda m: [p for p in m.parameters() if p.requires_grad]  # noqa: E731
-        learner.actor_optimizer = torch.optim.Adam(trainable(learner.policy), lr=peft.learning_rate)
-        learner.critic_optimizer = torch.optim.Adam(trainable(learner.critic), lr=peft.learning_rate)
-        learner.alpha_optimizer = torch.optim.Adam([learner.log_alpha], lr=peft.learning_rate)
-        started = time.perf_counter()
-        learner.start(seed)
-        while learner.global_step < min(peft.warmup_steps, peft.steps):
-            learner.collect()  # the source policy acts; no updates yet
-        while learner.global_step < peft.steps:
-            learner.run_update()
-        train_s = time.perf_counter() - started
-    finally:
+        networks, adaptation, critic = adapted_networks(source, config, env, peft, method, options)
+        learner = FinetuneSAC(config, env, meter, device, networks, peft.warmup_steps)
+    except BaseException:
         env.close()
+        raise
+    setup = RunSetup.around(config, learner, meter, device, out)
+    started = time.perf_counter()
+    with setup.tracked():
+        learner.start(seed)
+        setup.run()
+    train_s = time.perf_counter() - started
     actor = learner.policy.eval()
     on_target = evaluate_policy(exported(actor, config, env_config), env_config, peft.eval_episodes, seed=10_000)
     source_env = target_env(base, None)

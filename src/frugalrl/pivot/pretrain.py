@@ -24,13 +24,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from frugalrl.algos.ppo import PPO
 from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
+from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import CheckpointError, ConfigError
 from frugalrl.pivot.evaluator import ImportanceEvaluator, build_evaluator, save_evaluator
 from frugalrl.pivot.labels import compute_labels, rank_normalize, spearman
 from frugalrl.pivot.scheduler import fit_evaluator
+from frugalrl.run_setup import RunSetup
 from frugalrl.selection import AllSamples, RolloutBatch
 
 LABEL_KINDS = ("policy_gradient", "advantage", "grad_norm")
@@ -60,27 +63,39 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def collect_dataset(config: ExperimentConfig, path: Path, kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """Run baseline PPO and save labelled observations to ``path`` (npz). Returns its description."""
-    from frugalrl.algos.ppo import PPO
-    from frugalrl.envs.factory import make_vec_env
+class _CollectingPPO(PPO):
+    """Baseline PPO whose budget is ``pivot.evaluator.pretrain_steps`` env steps (not ``ppo.total_timesteps``,
+    which keeps setting its learning-rate schedule)."""
 
+    def __init__(self, config: ExperimentConfig, env: Any, meter: CostMeter, device: torch.device, steps: int):
+        super().__init__(config, env, meter, device)
+        self.steps = steps
+
+    def finished(self) -> bool:
+        return self.global_step >= self.steps
+
+
+def collect_dataset(
+    config: ExperimentConfig, path: Path, kinds: tuple[str, ...] | None = None, run_dir: Path | None = None
+) -> dict[str, Any]:
+    """Run baseline PPO and save labelled observations to ``path`` (npz). Returns its description.
+
+    The PPO run goes through the run loop; with ``run_dir`` its metrics.jsonl (one row per update) is kept there.
+    """
     kinds = kinds or tuple(dict.fromkeys(("policy_gradient", "advantage", config.pivot.label)))
     torch.manual_seed(config.seed)
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     env = make_vec_env(config.env, gamma=config.ppo.gamma)
     meter = CostMeter()
-    agent = PPO(config, env, meter, torch.device("cpu"))
+    device = torch.device("cpu")
+    agent = _CollectingPPO(config, env, meter, device, config.pivot.evaluator.pretrain_steps)
     recorder = _LabelRecorder(agent.policy, kinds)
     agent.selector = recorder
-    agent.start(config.seed)
-    steps = config.pivot.evaluator.pretrain_steps
-    try:
-        while agent.global_step < steps:
-            agent.run_update()
-    finally:
-        env.close()
+    setup = RunSetup.around(config, agent, meter, device, run_dir)
+    with setup.tracked():
+        agent.start(config.seed)
+        setup.run()
     arrays = {"obs": torch.cat(recorder.obs).numpy()}
     arrays.update({f"label_{kind}": torch.cat(values).numpy() for kind, values in recorder.labels.items()})
     buffer = io.BytesIO()
@@ -171,7 +186,7 @@ def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | 
     collected: dict[str, Any] = {}
     if dataset is None:
         dataset = out / "dataset.npz"
-        collected = collect_dataset(config, dataset)
+        collected = collect_dataset(config, dataset, run_dir=out)
     evaluator, metrics = pretrain_from_dataset(config, dataset)
     metrics["dataset_sha256"] = sha256_file(dataset)
     # Collecting the labelled data (a PPO run) and fitting: what a run that loads this evaluator starts from.
