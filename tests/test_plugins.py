@@ -69,7 +69,11 @@ def test_the_built_in_kinds_are_registered_by_their_modules():
     [
         ({"selection": {"kind": "magic"}}, "selection.kind = 'magic': not a registered sample selector; known: all,"),
         ({"replay": {"kind": "lifo"}}, "replay.kind = 'lifo': not a registered replay store; known: prioritized,"),
-        ({"selection": {"kind": "random", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
+        ({"selection": {"kind": "all", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
+        (
+            {"selection": {"kind": "random", "settings": {"keep": 0.5}}},
+            "keep: unknown key for 'random'; allowed: keep_fraction",
+        ),
     ],
 )
 def test_an_unknown_kind_or_stray_settings_are_one_line_errors(section, fragment):
