@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from frugalrl.config import MetaConfig, ScoreStagesConfig
-from frugalrl.meta import MetaController, ScoreStages
+from frugalrl.config import ScoreStagesConfig
+from frugalrl.meta import MetaController, RMTSettings, ScoreStages
 from frugalrl.policy_store import load_policy_file
 from frugalrl.train import train
 
@@ -18,7 +18,7 @@ from .test_dqn import dqn_config
 
 
 def test_meta_controller_never_leaves_its_bounds_under_adversarial_inputs():
-    config = MetaConfig(enabled=True, interval=1, lr_bounds=(1e-5, 1e-3), gamma_bounds=(0.9, 0.99))
+    config = RMTSettings(interval=1, lr_bounds=(1e-5, 1e-3), gamma_bounds=(0.9, 0.99))
     meta = MetaController(config, learning_rate=5.0, gamma=2.0, exploration=-1.0)  # out of bounds to start
     rng = np.random.default_rng(0)
     weird = [math.nan, math.inf, -math.inf, 1e300, -1e300, 0.0, -5.0, 1e-300]
@@ -36,7 +36,7 @@ def test_meta_controller_never_leaves_its_bounds_under_adversarial_inputs():
 
 
 def test_meta_controller_rules_and_reasons():
-    config = MetaConfig(enabled=True, interval=1)
+    config = RMTSettings(interval=1)
     meta = MetaController(config, 5e-4, 0.95, 0.05)
     for _ in range(30):
         meta.observe(0.5, 1.0)  # settled value loss, steady entropy

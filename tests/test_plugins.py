@@ -1,4 +1,5 @@
-"""The selector and replay registries: a new kind is one module dropped into its package.
+"""The seam registries (selectors, replay stores, hyper controllers): a new kind is one module dropped into
+its package.
 
 The modules are the examples of docs/architecture.md, taken from the page as they stand, so
 the page cannot drift from what works.
@@ -6,15 +7,18 @@ the page cannot drift from what works.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
+import frugalrl.meta
 import frugalrl.replay
 import frugalrl.selectors
 from frugalrl.config import ConfigError, validate_config
+from frugalrl.meta import HYPER_CONTROLLERS
 from frugalrl.replay.registry import REPLAY_STORES
 from frugalrl.selectors import SELECTORS
 
@@ -59,9 +63,18 @@ def recent_replay(monkeypatch, tmp_path):
     sys.modules.pop(module, None)
 
 
+@pytest.fixture
+def lr_decay(monkeypatch, tmp_path):
+    module = _drop_module(monkeypatch, tmp_path / "module", frugalrl.meta, "# src/frugalrl/meta/lr_decay.py")
+    yield
+    HYPER_CONTROLLERS.unregister("lr_decay")
+    sys.modules.pop(module, None)
+
+
 def test_the_built_in_kinds_are_registered_by_their_modules():
     assert SELECTORS.kinds() == ["all", "epochs", "pivot", "random"]
     assert REPLAY_STORES.kinds() == ["prioritized", "tiered", "uniform"]
+    assert HYPER_CONTROLLERS.kinds() == ["fixed", "rmt"]
 
 
 @pytest.mark.parametrize(
@@ -69,7 +82,11 @@ def test_the_built_in_kinds_are_registered_by_their_modules():
     [
         ({"selection": {"kind": "magic"}}, "selection.kind = 'magic': not a registered sample selector; known: all,"),
         ({"replay": {"kind": "lifo"}}, "replay.kind = 'lifo': not a registered replay store; known: prioritized,"),
-        ({"selection": {"kind": "random", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
+        ({"selection": {"kind": "all", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
+        (
+            {"selection": {"kind": "random", "settings": {"keep": 0.5}}},
+            "keep: unknown key for 'random'; allowed: keep_fraction",
+        ),
     ],
 )
 def test_an_unknown_kind_or_stray_settings_are_one_line_errors(section, fragment):
@@ -106,6 +123,19 @@ def test_a_replay_module_dropped_into_the_package_serves_dqn(recent_replay, tmp_
     assert "replay_recent" in summary["techniques"]
     store = frugalrl.replay.build_replay(config.replay, *_spaces(config), num_envs=1)
     assert type(store).__name__ == "RecentReplay" and store.window == 20
+
+
+def test_a_hyper_controller_module_dropped_into_the_package_steers_dqn(lr_decay, tmp_path):
+    from frugalrl.train import train
+
+    with pytest.raises(ConfigError, match="factor: Input should be less than 1"):
+        validate_config({"algo": "dqn", "meta": {"kind": "lr_decay", "settings": {"factor": 1.5}}}, "bad.yaml")
+    config = dqn_config(meta={"kind": "lr_decay", "settings": {"factor": 0.5}})
+    summary = train(config, tmp_path / "decay")
+    assert "lr_decay" in summary["techniques"]
+    rows = [json.loads(line) for line in (tmp_path / "decay" / "metrics.jsonl").read_text().splitlines()]
+    decays = rows[-1]["lr_decays"]
+    assert decays > 0 and rows[-1]["learning_rate"] == pytest.approx(config.dqn.learning_rate * 0.5**decays)
 
 
 def _spaces(config):

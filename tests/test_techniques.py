@@ -63,10 +63,10 @@ def test_explicit_default_objects_run_bit_for_bit_like_the_config_built_ones():
     _assert_same_run(_trained(ppo, 2), _trained(ppo, 2, gradient_sync=LocalSync(), count_steps=count_real_steps))
 
 
-def test_the_meta_controller_injected_is_the_one_meta_enabled_builds():
-    config = dqn_config(meta={"enabled": True, "interval": 2}, dqn={"exploration": "boltzmann"})
+def test_the_meta_controller_injected_is_the_one_meta_kind_rmt_builds():
+    config = dqn_config(meta={"kind": "rmt", "settings": {"interval": 2}}, dqn={"exploration": "boltzmann"})
     hp = config.dqn
-    injected = MetaController(config.meta, hp.learning_rate, hp.gamma, hp.exploration_final_eps)
+    injected = MetaController(config.meta.built_settings(), hp.learning_rate, hp.gamma, hp.exploration_final_eps)
     built = _trained(config, DQN_UPDATES + 4)
     _assert_same_run(built, _trained(config, DQN_UPDATES + 4, hyper=injected, action_rule=BoltzmannActions()))
     assert "meta_learning_rate" in built[1][-1] and "temperature" in built[1][-1]

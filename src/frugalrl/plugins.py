@@ -7,6 +7,8 @@ Config validation asks the registry, so a typo in ``kind`` or in the kind's ``se
 one-line config error before anything runs.
 
 This module imports nothing heavy: registering modules keep torch imports inside their factories.
+It imports no frugalrl module either: the config layer, which validates against the registries,
+finds each one by name through ``registry_for`` (``SEAMS``), so nothing in it points upward.
 """
 
 from __future__ import annotations
@@ -86,3 +88,17 @@ class Registry(Generic[F]):
             if error["type"] == "extra_forbidden":
                 message = f"unknown key for {kind!r}; allowed: {', '.join(model.model_fields)}"
             raise ValueError(f"{key}: {message}") from None
+
+
+# Config section -> (module, name) of the registry its ``kind`` is looked up in: the seams a config names.
+SEAMS: dict[str, tuple[str, str]] = {
+    "selection": ("frugalrl.selectors", "SELECTORS"),
+    "replay": ("frugalrl.replay.registry", "REPLAY_STORES"),
+    "meta": ("frugalrl.meta.hyper", "HYPER_CONTROLLERS"),
+}
+
+
+def registry_for(section: str) -> Registry[Any]:
+    """The registry of config section ``section``'s kinds (its module imported on first use)."""
+    module, name = SEAMS[section]
+    return getattr(importlib.import_module(module), name)

@@ -12,7 +12,7 @@ Optional parts of the RMT seed, each off by default and each one object handed i
 from its config section (the loop has no technique flags):
 ``replay.kind`` (prioritized or hot/warm/cold tiers), ``dqn.exploration: boltzmann``
 (epsilon-greedy mixed with softmax(Q / T), the temperature following the entropy of softmax(Q)),
-``meta.enabled`` (the meta-controller nudging lr, gamma and epsilon: ``frugalrl.meta.hyper``),
+``meta.kind: rmt`` (the meta-controller nudging lr, gamma and epsilon: ``frugalrl.meta.hyper``),
 ``score_stages`` (lr and
 gamma switched at return thresholds) and ``policy.block: fractal``. With all of them off this
 is plain Double DQN, parameter for parameter.

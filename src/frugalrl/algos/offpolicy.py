@@ -8,7 +8,7 @@ A subclass builds its networks and optimizers, then implements ``choose_actions`
 statistics, and after every update the score stages and the hyper controller.
 
 Techniques are objects handed in, not flags checked in the loop: ``hyper`` (a
-``HyperController``: fixed hyperparameters, or the RMT meta-controller with ``meta.enabled``)
+``HyperController``: fixed hyperparameters, or the RMT meta-controller with ``meta.kind: rmt``)
 and ``gradient_sync`` (a ``GradientSync``: local, or the workers' fusion under torchrun).
 """
 
@@ -57,7 +57,7 @@ class OffPolicyLearner(LearnerBase, ABC):
         env: gym.vector.VectorEnv,
         meter: CostMeter,
         device: torch.device,
-        initial_exploration: float,
+        initial_exploration: float | None,
         *,
         gradient_sync: GradientSync = LOCAL_SYNC,
         hyper: HyperController | None = None,

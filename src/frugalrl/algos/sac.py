@@ -154,7 +154,7 @@ class SAC(OffPolicyLearner):
             env,
             meter,
             device,
-            initial_exploration=config.meta.exploration_bounds[0],
+            initial_exploration=None,  # the temperature explores; a controller starts at its own lower bound
             gradient_sync=gradient_sync,
             hyper=hyper,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
@@ -41,12 +41,20 @@ def _registered_env(value: str) -> str:
 
 
 class _RegisteredKind(_Strict):
-    """A section whose ``kind`` names a registered technique and whose ``settings`` that technique validates."""
+    """A section whose ``kind`` names a registered technique and whose ``settings`` that technique validates.
+
+    ``settings`` is kept as the kind's validated settings with every default filled in (JSON values), so
+    the resolved config (``config.yaml``, the hash) says everything the technique was built with.
+    """
+
+    _section: ClassVar[str]  # the config section, which names its registry (frugalrl.plugins.SEAMS)
 
     @classmethod
     def _registry(cls) -> Any:
-        """The ``plugins.Registry`` of this section's kinds: each subclass names its own."""
-        raise TypeError(f"{cls.__name__} must name its registry (override _registry)")
+        """The ``plugins.Registry`` of this section's kinds."""
+        from frugalrl.plugins import registry_for  # why here: plugins is a layer above config (see its docstring)
+
+        return registry_for(cls._section)
 
     @field_validator("kind", check_fields=False)
     @classmethod
@@ -57,6 +65,11 @@ class _RegisteredKind(_Strict):
     @field_validator("settings", check_fields=False)
     @classmethod
     def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        if "kind" in info.data:  # an unknown kind has its own error already
-            cls._registry().settings_for(info.data["kind"], settings)
-        return settings
+        if "kind" not in info.data:  # an unknown kind has its own error already
+            return settings
+        validated = cls._registry().settings_for(info.data["kind"], settings)
+        return {} if validated is None else validated.model_dump(mode="json")
+
+    def built_settings(self) -> Any:
+        """``settings`` as the kind's model (what its factory is given), or None for a kind without settings."""
+        return self._registry().settings_for(self.kind, self.settings)  # type: ignore[attr-defined]

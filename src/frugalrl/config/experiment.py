@@ -13,6 +13,7 @@ from frugalrl.config._base import _Strict
 from frugalrl.config.algos import DQNConfig, PPOConfig, SACConfig
 from frugalrl.config.env import EnvConfig
 from frugalrl.config.latent import LatentConfig
+from frugalrl.config.legacy import hash_layout, migrate
 from frugalrl.config.peft import PeftConfig
 from frugalrl.config.policy import PolicyConfig
 from frugalrl.config.runtime import CheckpointConfig, DistributedConfig, EvalConfig, PromotionConfig, TrackingConfig
@@ -39,7 +40,6 @@ class ExperimentConfig(_Strict):
     meta: MetaConfig = Field(default_factory=MetaConfig)
     score_stages: ScoreStagesConfig = Field(default_factory=ScoreStagesConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
-    pivot: PivotConfig = Field(default_factory=PivotConfig)
     latent: LatentConfig = Field(default_factory=LatentConfig)
     peft: PeftConfig | None = Field(None, description="the PEFT comparison (`frugalrl peft compare`)")
     total_real_steps: int | None = Field(
@@ -58,6 +58,18 @@ class ExperimentConfig(_Strict):
     distributed: DistributedConfig = Field(default_factory=DistributedConfig)
     tuning: TuningConfig | None = Field(None, description="Optuna search (`frugalrl tune`)")
     log_every_updates: int = Field(10, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        """Keys written the old way moved to their kind's ``settings`` (frugalrl.config.legacy), each move logged."""
+        return migrate(data)[0] if isinstance(data, dict) else data
+
+    @property
+    def pivot(self) -> PivotConfig:
+        """PivotRL's settings: ``selection.settings`` when ``selection.kind`` is pivot, else the defaults
+        (what the evaluator's pretraining reads)."""
+        return PivotConfig.model_validate(self.selection.settings if self.selection.kind == "pivot" else {})
 
     @property
     def algo_config(self) -> PPOConfig | DQNConfig | SACConfig:
@@ -187,7 +199,7 @@ class ExperimentConfig(_Strict):
         Fields added after many checkpoints were written (``_ADDED_LATER``) are left out while at
         their default, so configs that do not use them keep their hash and their checkpoints.
         """
-        data = self.to_dict()
+        data = hash_layout(self.to_dict())
         for path, default in _ADDED_LATER.items():
             *parents, key = path
             node = data
@@ -202,6 +214,7 @@ class ExperimentConfig(_Strict):
 _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("selection", "settings"): {},
     ("replay", "settings"): {},
+    ("meta", "settings"): {},
     ("pivot", "evaluator", "champion_min_spearman"): 0.1,
     ("latent", "champion_min_psnr_db"): 15.0,
     ("latent", "champion_min_ball_r2"): 0.0,

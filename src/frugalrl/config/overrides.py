@@ -21,8 +21,18 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def _switch_kind(node: dict[str, Any], keys: list[str], value: Any, given: set[tuple[str, ...]]) -> None:
+    """``--set <section>.kind=other``: the file's ``<section>.settings`` were the old kind's, so they go
+    (``--set selection.kind=all`` on a PivotRL config is its PPO baseline); settings from --set stay."""
+    settings = (*keys[:-1], "settings")
+    switched = keys[-1] == "kind" and node.get("kind") != value and "settings" in node
+    if switched and not any(p[: len(settings)] == settings for p in given):
+        del node["settings"]
+
+
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> dict[str, Any]:
     """Apply ``key.sub=value`` overrides; values are parsed as YAML scalars."""
+    given: set[tuple[str, ...]] = set()
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"{source}: override {item!r} has no '='; allowed form: --set key.sub=value")
@@ -39,10 +49,13 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
                 raise ConfigError(f"{source}: override {item!r}: {key} is not a section")
             node = child
         try:
-            node[keys[-1]] = yaml.safe_load(raw) if raw.strip() else None
+            value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or "not valid YAML"
             raise ConfigError(
                 f"{source}: --set {item!r}: the value does not parse ({problem}); quote it or complete it"
             ) from None
+        _switch_kind(node, keys, value, given)
+        node[keys[-1]] = value
+        given.add(tuple(keys))
     return data

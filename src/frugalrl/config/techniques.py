@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -12,59 +12,23 @@ from frugalrl.config._base import _RegisteredKind, _Strict
 class ReplayConfig(_RegisteredKind):
     """The off-policy replay store: uniform, proportional prioritized, or hot/warm/cold tiers."""
 
+    _section: ClassVar[str] = "replay"
     kind: str = Field("uniform", description="a registered store (frugalrl.replay): uniform, prioritized, tiered")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="the store's own settings, validated by the model it registers"
     )
     capacity: int = Field(100_000, ge=2, description="transitions")
     max_bytes: int | None = Field(None, ge=1, description="memory budget of the store; the smaller limit wins")
-    alpha: float = Field(0.6, ge=0.0, le=1.0, description="prioritized: P(i) ~ priority^alpha")
-    beta: float = Field(0.4, ge=0.0, le=1.0, description="importance-weight exponent at the start (anneals to 1)")
-    beta_steps: int = Field(100_000, ge=1, description="sample calls over which beta anneals to 1")
-    tier_weights: tuple[float, float, float] = Field((0.5, 0.3, 0.2), description="tiered: hot, warm, cold")
-    hot_quantile: float = Field(0.9, gt=0.0, lt=1.0)
-    warm_quantile: float = Field(0.5, gt=0.0, lt=1.0)
-
-    @classmethod
-    def _registry(cls) -> Any:
-        from frugalrl.replay.registry import REPLAY_STORES  # why here: frugalrl.replay imports this package
-
-        return REPLAY_STORES
-
-    @model_validator(mode="after")
-    def _tiers(self) -> ReplayConfig:
-        if self.warm_quantile >= self.hot_quantile:
-            raise ValueError(
-                f"replay.warm_quantile {self.warm_quantile} must be below hot_quantile {self.hot_quantile}"
-            )
-        if min(self.tier_weights) < 0 or sum(self.tier_weights) <= 0:
-            raise ValueError("replay.tier_weights must be non-negative with a positive sum")
-        return self
 
 
-class MetaConfig(_Strict):
-    """The RMT meta-controller: nudges lr, gamma and exploration from training signals, within bounds."""
+class MetaConfig(_RegisteredKind):
+    """The hyper controller of DQN and SAC: fixed hyperparameters, or the RMT meta-controller (``rmt``)."""
 
-    enabled: bool = False
-    interval: int = Field(10, ge=1, description="updates between decisions")
-    lr_bounds: tuple[float, float] = (1e-5, 1e-3)
-    gamma_bounds: tuple[float, float] = (0.9, 0.99)
-    exploration_bounds: tuple[float, float] = Field((0.01, 0.3), description="DQN epsilon after its decay phase")
-    lr_down: float = Field(0.7, gt=0.0, lt=1.0, description="lr factor when the value loss rises")
-    lr_up: float = Field(1.1, gt=1.0, le=2.0, description="lr factor when the value loss has settled")
-    gamma_step: float = Field(0.005, gt=0.0, le=0.1)
-    exploration_factor: float = Field(1.25, gt=1.0, le=4.0)
-    rise_tolerance: float = Field(0.2, gt=0.0, description="fast value-loss EMA above slow by this share: rising")
-    settle_tolerance: float = Field(0.05, gt=0.0, description="fast and slow value-loss EMAs this close: settled")
-    collapse_rate: float = Field(0.02, gt=0.0, description="entropy falling faster than this per update: collapsing")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> MetaConfig:
-        for name in ("lr_bounds", "gamma_bounds", "exploration_bounds"):
-            low, high = getattr(self, name)
-            if not 0 <= low <= high:
-                raise ValueError(f"meta.{name} {low, high}: allowed 0 <= low <= high")
-        return self
+    _section: ClassVar[str] = "meta"
+    kind: str = Field("fixed", description="a registered hyper controller (frugalrl.meta): fixed, rmt")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the controller's own settings, validated by the model it registers"
+    )
 
 
 class ScoreStage(_Strict):
@@ -103,7 +67,8 @@ class EvaluatorConfig(_Strict):
 
 
 class PivotConfig(_Strict):
-    """Key-state compute skipping (PivotRL): thresholds on the evaluator's score in [0, 1].
+    """Key-state compute skipping (PivotRL), the settings of ``selection.kind: pivot``: thresholds on the
+    evaluator's score in [0, 1].
 
     score >= high: full compute; low <= score < high: kept with probability keep_prob and
     weighted 1 / keep_prob; score < low: skipped. During the first threshold_decay_steps env
@@ -137,29 +102,20 @@ class PivotConfig(_Strict):
     @model_validator(mode="after")
     def _ordered(self) -> PivotConfig:
         if self.low > self.high:
-            raise ValueError(f"pivot.low {self.low} is above pivot.high {self.high}; allowed: low <= high")
+            raise ValueError(f"low {self.low} is above high {self.high}; allowed: low <= high")
         return self
 
 
 class SelectionConfig(_RegisteredKind):
     """Which samples get compute: all (plain), pivot (importance), random or epochs (the two controls)."""
 
+    _section: ClassVar[str] = "selection"
     kind: str = Field("all", description="a registered selector (frugalrl.selectors): all, pivot, random, epochs")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="the selector's own settings, validated by the model it registers"
-    )
-    keep_fraction: float = Field(
-        0.35, gt=0.0, le=1.0, description="random: share of samples kept; epochs: share of the epochs' samples"
     )
     packing: Literal["rollout", "epoch", "minibatch"] = Field(
         "rollout",
         description="rollout / epoch: choose over the rollout each epoch, pack all epochs' (or each epoch's) "
         "kept samples into full minibatches (fewer optimizer steps); minibatch: thin each minibatch",
     )
-
-    @classmethod
-    def _registry(cls) -> Any:
-        # why here: frugalrl.selectors is a layer above config (its selectors are built from an ExperimentConfig)
-        from frugalrl.selectors import SELECTORS
-
-        return SELECTORS

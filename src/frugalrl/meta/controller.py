@@ -27,7 +27,32 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from frugalrl.config import MetaConfig
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class RMTSettings(BaseModel):
+    """``meta.settings`` of kind ``rmt``: the controller's bounds, factors and tolerances."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    interval: int = Field(10, ge=1, description="updates between decisions")
+    lr_bounds: tuple[float, float] = (1e-5, 1e-3)
+    gamma_bounds: tuple[float, float] = (0.9, 0.99)
+    exploration_bounds: tuple[float, float] = Field((0.01, 0.3), description="DQN epsilon after its decay phase")
+    lr_down: float = Field(0.7, gt=0.0, lt=1.0, description="lr factor when the value loss rises")
+    lr_up: float = Field(1.1, gt=1.0, le=2.0, description="lr factor when the value loss has settled")
+    gamma_step: float = Field(0.005, gt=0.0, le=0.1)
+    exploration_factor: float = Field(1.25, gt=1.0, le=4.0)
+    rise_tolerance: float = Field(0.2, gt=0.0, description="fast value-loss EMA above slow by this share: rising")
+    settle_tolerance: float = Field(0.05, gt=0.0, description="fast and slow value-loss EMAs this close: settled")
+    collapse_rate: float = Field(0.02, gt=0.0, description="entropy falling faster than this per update: collapsing")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RMTSettings:
+        for name in ("lr_bounds", "gamma_bounds", "exploration_bounds"):
+            low, high = getattr(self, name)
+            if not 0 <= low <= high:
+                raise ValueError(f"{name} {low, high}: allowed 0 <= low <= high")
+        return self
 
 
 @dataclass
@@ -56,7 +81,7 @@ class MetaController:
     technique = "meta_controller"
     uses_entropy = True  # the entropy change rate is one of its signals
 
-    def __init__(self, config: MetaConfig, learning_rate: float, gamma: float, exploration: float):
+    def __init__(self, config: RMTSettings, learning_rate: float, gamma: float, exploration: float):
         self.config = config
         self.values = {
             "learning_rate": _clip(learning_rate, config.lr_bounds),

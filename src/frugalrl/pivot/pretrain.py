@@ -174,11 +174,11 @@ def pretrain_from_dataset(
 
 def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | None = None) -> dict[str, Any]:
     """Collect (unless ``dataset`` is given), fit, save ``evaluator.pt``, log and register in MLflow."""
-    if "pivot" not in config.model_fields_set:
+    if config.selection.kind != "pivot":
         # every setting would be a default nobody chose, and the result would still be registered and promoted
         raise ConfigError(
-            "the config has no pivot section, so nothing says which evaluator to pretrain; add one "
-            "(see configs/cartpole-pivot.yaml)"
+            "the config has no pivot section (selection.kind: pivot and its settings), so nothing says which "
+            "evaluator to pretrain; add one (see configs/cartpole-pivot.yaml)"
         )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -28,8 +28,7 @@ def build_replay(
         config.max_bytes,
         frame_stack=obs_space.shape[0] if frames else 1,
     )
-    entry = REPLAY_STORES.entry(config.kind)
-    return entry.factory(storage, seed, config, REPLAY_STORES.settings_for(config.kind, config.settings))
+    return REPLAY_STORES.entry(config.kind).factory(storage, seed, config, config.built_settings())
 
 
 __all__ = [

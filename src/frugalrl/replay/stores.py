@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from frugalrl.replay.registry import REPLAY_STORES
 from frugalrl.replay.storage import Transitions, TransitionStorage
@@ -309,19 +310,46 @@ class TieredReplay(ReplayStore):
 
 
 # ----------------------------------------------------------------------------- registration
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class _Annealed(_Settings):
+    beta: float = Field(0.4, ge=0.0, le=1.0, description="importance-weight exponent at the start (anneals to 1)")
+    beta_steps: int = Field(100_000, ge=1, description="sample calls over which beta anneals to 1")
+
+
+class PrioritizedSettings(_Annealed):  # replay.settings of kind prioritized
+    alpha: float = Field(0.6, ge=0.0, le=1.0, description="P(i) ~ priority^alpha")
+
+
+class TieredSettings(_Annealed):  # replay.settings of kind tiered
+    tier_weights: tuple[float, float, float] = Field((0.5, 0.3, 0.2), description="hot, warm, cold")
+    hot_quantile: float = Field(0.9, gt=0.0, lt=1.0)
+    warm_quantile: float = Field(0.5, gt=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _tiers(self) -> TieredSettings:
+        if self.warm_quantile >= self.hot_quantile:
+            raise ValueError(f"warm_quantile {self.warm_quantile} must be below hot_quantile {self.hot_quantile}")
+        if min(self.tier_weights) < 0 or sum(self.tier_weights) <= 0:
+            raise ValueError("tier_weights must be non-negative with a positive sum")
+        return self
+
+
 @REPLAY_STORES.register("uniform")
-def uniform(storage: TransitionStorage, seed: int, config: Any, settings: Any) -> ReplayStore:
+def uniform(storage: TransitionStorage, seed: int, config: Any, settings: None) -> ReplayStore:
     return UniformReplay(storage, seed)
 
 
-@REPLAY_STORES.register("prioritized")
-def prioritized(storage: TransitionStorage, seed: int, config: Any, settings: Any) -> ReplayStore:
-    return PrioritizedReplay(storage, seed, config.alpha, config.beta, config.beta_steps)
+@REPLAY_STORES.register("prioritized", settings=PrioritizedSettings)
+def prioritized(storage: TransitionStorage, seed: int, config: Any, settings: PrioritizedSettings) -> ReplayStore:
+    return PrioritizedReplay(storage, seed, settings.alpha, settings.beta, settings.beta_steps)
 
 
-@REPLAY_STORES.register("tiered")
-def tiered(storage: TransitionStorage, seed: int, config: Any, settings: Any) -> ReplayStore:
+@REPLAY_STORES.register("tiered", settings=TieredSettings)
+def tiered(storage: TransitionStorage, seed: int, config: Any, settings: TieredSettings) -> ReplayStore:
     return TieredReplay(
-        storage, seed, config.tier_weights, config.hot_quantile, config.warm_quantile,
-        beta=config.beta, beta_steps=config.beta_steps,
+        storage, seed, settings.tier_weights, settings.hot_quantile, settings.warm_quantile,
+        beta=settings.beta, beta_steps=settings.beta_steps,
     )  # fmt: skip

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from frugalrl.selectors import SELECTORS, SelectorContext
 
 if TYPE_CHECKING:  # torch stays out of config validation, which only lists the kinds
     from frugalrl.selection import SampleSelector
+
+
+class KeepFraction(BaseModel):  # selection.settings of the two controls
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    keep_fraction: float = Field(
+        0.35, gt=0.0, le=1.0, description="random: share of samples kept; epochs: share of the epochs' samples"
+    )
 
 
 @SELECTORS.register("all")
@@ -17,16 +26,15 @@ def all_samples(context: SelectorContext) -> SampleSelector:
     return AllSamples(context.device)
 
 
-@SELECTORS.register("random")
+@SELECTORS.register("random", settings=KeepFraction)
 def random_skip(context: SelectorContext) -> SampleSelector:
     from frugalrl.selection import RandomSkip
 
-    selection = context.config.selection
-    return RandomSkip(selection.keep_fraction, selection.packing, context.device)
+    return RandomSkip(context.settings.keep_fraction, context.config.selection.packing, context.device)
 
 
-@SELECTORS.register("epochs")
+@SELECTORS.register("epochs", settings=KeepFraction)
 def fewer_epochs(context: SelectorContext) -> SampleSelector:
     from frugalrl.selection import FewerEpochs
 
-    return FewerEpochs(context.config.selection.keep_fraction, context.device)
+    return FewerEpochs(context.settings.keep_fraction, context.device)

@@ -134,10 +134,9 @@ def pin_pretrained(config: ExperimentConfig) -> tuple[ExperimentConfig, list[str
     if config.latent.enabled and config.latent.encoder_from:
         latent = config.latent.model_copy(update={"encoder_from": pinned(config.latent.encoder_from, "encoder")})
         updates["latent"] = latent
-    if config.pivot.evaluator_from:
-        updates["pivot"] = config.pivot.model_copy(
-            update={"evaluator_from": pinned(config.pivot.evaluator_from, "evaluator")}
-        )
+    if config.pivot.evaluator_from:  # the pivot selector's settings
+        settings = {**config.selection.settings, "evaluator_from": pinned(config.pivot.evaluator_from, "evaluator")}
+        updates["selection"] = config.selection.model_copy(update={"settings": settings})
     if config.peft is not None and config.peft.source:
         updates["peft"] = config.peft.model_copy(update={"source": pinned(config.peft.source, "PEFT source")})
     return (config.model_copy(update=updates) if notes else config), notes
