@@ -73,7 +73,8 @@ PRETRAIN_KEYS = ("spearman", "spearman_before", "train_samples", "test_samples",
 
 def config_defaults() -> dict:
     cfg = yaml.safe_load(CONFIG.read_text())
-    return {"timesteps": int(cfg["ppo"]["total_timesteps"]), "min_full_fraction": cfg["pivot"]["min_full_fraction"]}
+    pivot = cfg["selection"]["settings"]  # the pivot selector's own settings
+    return {"timesteps": int(cfg["ppo"]["total_timesteps"]), "min_full_fraction": pivot["min_full_fraction"]}
 
 
 def pretrain(common: dict, steps: int, workdir: Path, results: Path) -> dict:

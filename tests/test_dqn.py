@@ -80,7 +80,7 @@ def test_dqn_learns_from_the_same_seed_identically(tmp_path):
 
 def test_dqn_config_errors():
     with pytest.raises(ConfigError, match="warm_quantile"):
-        dqn_config(replay={"hot_quantile": 0.5, "warm_quantile": 0.6})
+        dqn_config(replay={"kind": "tiered", "settings": {"hot_quantile": 0.5, "warm_quantile": 0.6}})
     with pytest.raises(ConfigError, match="PPO only"):
         dqn_config(selection={"kind": "pivot"})
     config = dqn_config(env={"id": "Pendulum-v1"})

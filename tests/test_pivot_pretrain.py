@@ -73,10 +73,10 @@ def test_pretraining_in_a_fresh_process_starts_from_the_seeded_weights(tmp_path)
 def test_pretrain_command_writes_and_registers(tmp_path, capsys):
     path = tmp_path / "pivot.yaml"
     data = yaml.safe_load((REPO / "configs/cartpole-pivot.yaml").read_text())
-    data["pivot"]["evaluator"].update(pretrain_steps=1024, pretrain_epochs=3)
+    data["selection"]["settings"]["evaluator"].update(pretrain_steps=1024, pretrain_epochs=3)
     path.write_text(yaml.safe_dump(data))
     # the registry's floor: a version that does not rank states well enough never becomes champion
-    sets = ["--set", "pivot.evaluator.champion_min_spearman=1.0"]
+    sets = ["--set", "selection.settings.evaluator.champion_min_spearman=1.0"]
     main(["pretrain", "evaluator", "--config", str(path), "--out", str(tmp_path / "weak"), *sets])
     assert "version 1 (challenger, not champion: below the champion floor (spearman" in capsys.readouterr().out
     with pytest.raises(mlflow.exceptions.MlflowException):

@@ -92,7 +92,9 @@ def test_lineage_names_pretrained_inputs_by_their_mlflow_uri(tmp_path):
     encoder_dir = tmp_path / "encoder"
     encoder_dir.mkdir()
     (encoder_dir / "summary.json").write_text(json.dumps({"model_uri": "models:/m-abc123"}))
-    config = tiny_config(pivot={"evaluator_from": "models:/cartpole-evaluator@champion"})
+    config = tiny_config(
+        selection={"kind": "pivot", "settings": {"evaluator_from": "models:/cartpole-evaluator@champion"}}
+    )
     assert pretrained_inputs(config) == {"frugalrl.lineage.evaluator": "models:/cartpole-evaluator@champion"}
     from frugalrl.config import load_config
 
