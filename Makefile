@@ -28,11 +28,12 @@ demo: $(STAMP)
 
 # -n auto: one pytest worker per core (pytest-xdist); --dist loadfile keeps each file on one worker, so a
 # file's module and session fixtures (the step image, a shared encoder) are built once. Tests marked serial
-# (they restart PostgreSQL, which the others use) run alone afterwards. -rs: every skipped test, with its reason.
+# (they restart PostgreSQL, which the others use) run alone afterwards. -rs: every skipped test, with its reason;
+# --durations: the slowest tests, so a CI log shows where the suite's minutes go.
 XDIST ?= -n auto --dist loadfile
 test: $(STAMP) check-infra
-	$(BIN)/python -m pytest -q -rs $(XDIST) -m "not serial"
-	$(BIN)/python -m pytest -q -rs -m serial
+	$(BIN)/python -m pytest -q -rs --durations=25 $(XDIST) -m "not serial"
+	$(BIN)/python -m pytest -q -rs --durations=5 -m serial
 
 test-fast: $(STAMP)  # the edit-test loop: everything but the tests marked slow
 	$(BIN)/python -m pytest -q -rs $(XDIST) -m "not slow and not serial"

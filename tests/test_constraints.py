@@ -48,7 +48,7 @@ def test_the_installed_versions_are_the_pinned_ones(capsys):
         print(f"\nresolved (constraints/{TAG}.txt, {len(pins)} pins, {len(differ)} differ): {shown}")
     if differ and not os.environ.get("FRUGALRL_CI"):
         pytest.skip(f"{len(differ)} installed versions differ from constraints/{TAG}.txt (run make setup): {differ}")
-    assert not differ
+    assert not differ, f"installed versions differ from the pins: {differ}; rm .venv/.frugalrl-installed && make setup"
 
 
 def test_the_step_image_installs_the_checkout_constraints():
