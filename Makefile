@@ -26,11 +26,12 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 demo: $(STAMP)
 	$(BIN)/frugalrl pipeline run --profile quick
 
-# -n auto: one pytest worker per core (pytest-xdist); --dist loadfile keeps each file on one worker, so a
-# file's module and session fixtures (the step image, a shared encoder) are built once. Tests marked serial
+# -n auto: one pytest worker per core (pytest-xdist); --dist loadgroup hands out tests one by one (a file
+# of slow independent tests spreads over both workers) except those marked xdist_group, which stay
+# together on one worker (a module whose expensive fixture several tests share). Tests marked serial
 # (they restart PostgreSQL, which the others use) run alone afterwards. -rs: every skipped test, with its reason;
 # --durations: the slowest tests, so a CI log shows where the suite's minutes go.
-XDIST ?= -n auto --dist loadfile
+XDIST ?= -n auto --dist loadgroup
 test: $(STAMP) check-infra
 	$(BIN)/python -m pytest -q -rs --durations=25 $(XDIST) -m "not serial"
 	$(BIN)/python -m pytest -q -rs --durations=5 -m serial

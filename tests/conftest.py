@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from frugalrl.config import ExperimentConfig, validate_config
+from frugalrl.images import ImageRecord, load_record
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -147,3 +148,47 @@ def mlflow_server(tmp_path, monkeypatch):
     with running_mlflow_server(tmp_path) as url:
         monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
         yield url
+
+
+# The step image, for the tests that run it (test_containers.py, test_mlflow_server.py).
+BASE = "frugalrl-base:bookworm"
+
+
+def _head() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+
+def _current(record: ImageRecord | None) -> bool:
+    import docker
+
+    if record is None or record.git_commit != _head() or record.git_dirty:
+        return False
+    try:
+        docker.from_env().images.get(record.image_id)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def step_image(tmp_path_factory) -> ImageRecord:
+    """The CPU image of this checkout: the recorded build when it is of this commit, else a new build."""
+    record = load_record(REPO, "cpu")
+    if not _current(record):
+        from frugalrl.images import build_image
+
+        base = (
+            BASE if subprocess.run(["docker", "image", "inspect", BASE], capture_output=True).returncode == 0 else None
+        )
+        record = build_image(REPO, "cpu", base, progress=lambda line: None)
+    return record
+
+
+@pytest.fixture
+def records(step_image, tmp_path, monkeypatch) -> Path:
+    """A private copy of the image record: pushes in a test do not touch the checkout's."""
+    where = tmp_path / "records"
+    where.mkdir()
+    (where / "image-cpu.json").write_text((REPO / ".frugalrl" / "image-cpu.json").read_text())
+    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(where))
+    return where

@@ -1,10 +1,10 @@
 """The step image for real: built from this checkout, run, pushed to a registry, pinned by digest,
-and the production DAG run in containers against the same DAG run as subprocesses.
+a registry that is not there, and a step container's exit code. (The production DAG in containers
+against the same DAG as subprocesses is in ``test_mlflow_server.py``: it shares that module's run.)
 
 These need a Docker daemon. Without one they skip, saying so; in CI (``.ci/run`` installs and
-starts dockerd, and builds the image) they fail instead. The image is the checkout's last build
-(``.frugalrl/image-cpu.json``) when it was built from this very commit; otherwise the first test
-that needs it builds it (minutes the first time, about one when only the code changed).
+starts dockerd, and builds the image) they fail instead. The image is the ``step_image`` fixture
+(conftest.py).
 """
 
 from __future__ import annotations
@@ -14,60 +14,18 @@ import shutil
 import subprocess
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 import yaml
 
 from frugalrl.cli import main
-from frugalrl.images import ImageRecord, daemon_available, load_record
+from frugalrl.images import ImageRecord, daemon_available
 
-from .conftest import IN_CI, REPO, _free_port, needs_postgres
+from .conftest import IN_CI, REPO, _free_port
 
-BASE = "frugalrl-base:bookworm"
 if not IN_CI and not daemon_available():  # one line for the whole module (in CI: fail instead)
     pytest.skip("no Docker daemon answers (start dockerd; .ci/run does): the container tests need one",
                 allow_module_level=True)  # fmt: skip
-
-
-def _head() -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-
-
-def _current(record: ImageRecord | None) -> bool:
-    import docker
-
-    if record is None or record.git_commit != _head() or record.git_dirty:
-        return False
-    try:
-        docker.from_env().images.get(record.image_id)
-    except docker.errors.ImageNotFound:
-        return False
-    return True
-
-
-@pytest.fixture(scope="session")
-def step_image(tmp_path_factory) -> ImageRecord:
-    """The CPU image of this checkout: the recorded build when it is of this commit, else a new build."""
-    record = load_record(REPO, "cpu")
-    if not _current(record):
-        from frugalrl.images import build_image
-
-        base = (
-            BASE if subprocess.run(["docker", "image", "inspect", BASE], capture_output=True).returncode == 0 else None
-        )
-        record = build_image(REPO, "cpu", base, progress=lambda line: None)
-    return record
-
-
-@pytest.fixture
-def records(step_image, tmp_path, monkeypatch) -> Path:
-    """A private copy of the image record: pushes in a test do not touch the checkout's."""
-    where = tmp_path / "records"
-    where.mkdir()
-    (where / "image-cpu.json").write_text((REPO / ".frugalrl" / "image-cpu.json").read_text())
-    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(where))
-    return where
 
 
 @pytest.fixture
@@ -156,56 +114,6 @@ def test_pushing_to_no_registry_is_one_line(records, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: push to 127.0.0.1:{port} failed:") and "\n" not in err
     assert json.loads((records / "image-cpu.json").read_text())["digest"] is None  # the record is unchanged
-
-
-@pytest.mark.slow
-@needs_postgres
-def test_the_production_dag_in_containers_registers_what_subprocesses_register(
-    step_image, records, mlflow_server, tmp_path, capsys, monkeypatch
-):
-    from mlflow import MlflowClient
-
-    from .test_mlflow_server import TEST_PROFILE
-
-    server = mlflow_server  # on Postgres, serving artifacts: the containers upload through it
-    # One tune worker: two workers sharing a study split the trials by timing (which one takes the
-    # config's own point, how many each runs), so even two subprocess runs can pick other parameters.
-    same_trials = {**TEST_PROFILE, "stages": {**TEST_PROFILE["stages"], "tune": {"workers": 1, "overrides": [
-        "tuning.trials=2"]}}}  # fmt: skip
-    profile = tmp_path / "ci.yaml"
-    profile.write_text(yaml.safe_dump(same_trials))
-    names = [TEST_PROFILE["stages"][s]["model_name"] for s in ("train", "latent", "peft")] + ["pendulum-policy-adapted"]
-
-    monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp_path / 'sub' / 'optuna.db'}")
-    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "sub")])
-    stages = "19 of 19 stages"
-    assert stages in capsys.readouterr().out
-    client = MlflowClient(server)
-    first = {n: _newest(client, n) for n in names}
-
-    monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp_path / 'docker' / 'optuna.db'}")
-    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "docker"), "--runner", "docker"])
-    out = capsys.readouterr().out
-    assert stages in out and f"(in containers of {step_image.tag})" in out
-    for name in names:
-        version = _newest(client, name)
-        assert int(version.version) == int(first[name].version) + 1, name
-        tags, reference = version.tags, first[name].tags
-        # the same figures at the same seeds, from the same package versions on the same CPU (config hashes
-        # differ: each run pins the evaluator or encoder version that its own pretraining registered)
-        assert "frugalrl.eval_returns" in reference, name
-        for key in ("frugalrl.score", "frugalrl.eval_returns", "frugalrl.eval_seed"):
-            assert tags.get(key) == reference.get(key), (name, key)
-        run = client.get_run(version.run_id)
-        assert run.data.tags["frugalrl.image_digest"] == step_image.image_id
-        assert run.data.tags["frugalrl.image"] == step_image.tag
-        assert run.data.tags["frugalrl.git_commit"] == step_image.git_commit
-    # what the containers wrote, the caller can remove
-    shutil.rmtree(tmp_path / "docker")
-
-
-def _newest(client, name):  # noqa: ANN001, ANN202
-    return max(client.search_model_versions(f"name='{name}'"), key=lambda v: int(v.version))
 
 
 def test_runner_docker_without_an_mlflow_server_is_one_line(step_image, records, tmp_path, capsys):

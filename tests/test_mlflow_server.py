@@ -4,21 +4,35 @@ The server is `mlflow server` on 127.0.0.1 with a fresh Postgres database (the m
 PostgreSQL, trust auth) and a local artifact directory served through the server
 (``--artifacts-destination``), as the Kubernetes deployment in ``infra/`` runs it.
 Everything is checked through the REST client: runs, registered models, aliases, artifacts.
+
+The DAG runs once per module (``server_dag``), every stage a subprocess; the second test then runs
+the same DAG with every stage in the step image against the same server and finds the same scores.
+One run serves both tests: the suite has no minutes to run the subprocess DAG twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from frugalrl.cli import main
+from frugalrl.images import daemon_available
 from frugalrl.tracking import git_dirty
 
-from .conftest import needs_postgres
+from .conftest import IN_CI, needs_postgres, running_mlflow_server
+
+# Both tests on one worker, in this order: the module's one DAG run serves them (make test's loadgroup).
+pytestmark = pytest.mark.xdist_group("server_dag")
 
 # The quick profile's stages and configs at a test budget: every branch of the production DAG
 # (evaluator, Optuna workers, tuned training; encoder and curriculum; PEFT source and comparison).
@@ -32,7 +46,9 @@ TEST_PROFILE = {
                           "pivot.evaluator.champion_min_spearman=-1"],  # a test-budget evaluator may serve
             "model_name": "cartpole-policy",
         },
-        "tune": {"workers": 2, "overrides": ["tuning.trials=2"]},
+        # One tune worker: two workers sharing a study split the trials by timing (which one takes the
+        # config's own point, how many each runs), so two runs of the DAG could pick other parameters.
+        "tune": {"workers": 1, "overrides": ["tuning.trials=2"]},
         "latent": {
             "config": "configs/breakout-latent.yaml",
             "overrides": ["total_real_steps=2048", "latent.collect_steps=512", "latent.pretrain_updates=5",
@@ -51,17 +67,44 @@ TEST_PROFILE = {
 }  # fmt: skip
 
 
+POLICIES = ("cartpole-policy", "breakout-policy", "pendulum-policy", "pendulum-policy-adapted")
+
+
+@dataclass(frozen=True)
+class DagRun:
+    url: str  # the MLflow server, on a fresh Postgres database
+    out: str  # what `frugalrl pipeline run` printed
+    tmp: Path  # the module's directory (the run's root is tmp / "root")
+    first: dict  # registered policy name -> the version this run registered
+
+
+@pytest.fixture(scope="module")
+def server_dag(tmp_path_factory) -> Iterator[DagRun]:
+    """The production DAG at a test budget against ``mlflow server`` on Postgres, isolated (as a
+    cluster runs it: each stage sees only the artifacts it declares as inputs)."""
+    tmp = tmp_path_factory.mktemp("server-dag")
+    profile = tmp / "ci.yaml"
+    profile.write_text(yaml.safe_dump(TEST_PROFILE))
+    with running_mlflow_server(tmp) as url, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", url)
+        patch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp / 'optuna.db'}")
+        patch.chdir(tmp)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp / "root"), "--isolated"])
+        client = MlflowClient(tracking_uri=url)
+        yield DagRun(url, printed.getvalue(), tmp, {name: _newest(client, name) for name in POLICIES})
+
+
+def _newest(client, name):  # noqa: ANN001, ANN202
+    return max(client.search_model_versions(f"name='{name}'"), key=lambda v: int(v.version))
+
+
 @pytest.mark.slow
 @needs_postgres
-def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_path, capsys, monkeypatch):
-    import yaml
-
-    profile = tmp_path / "ci.yaml"
-    profile.write_text(yaml.safe_dump(TEST_PROFILE))
-    monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp_path / 'optuna.db'}")
-    # isolated, as a cluster runs the stages: each sees only the artifacts it declares as inputs
-    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "root"), "--isolated"])
-    out = capsys.readouterr().out
+def test_production_dag_against_mlflow_server_on_postgres(server_dag, tmp_path, monkeypatch):
+    mlflow_server, out = server_dag.url, server_dag.out
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     assert "19 of 19 stages" in out and "FAILED" not in out and "(isolated:" in out
     assert f"MLflow UI: open {mlflow_server}" in out
     report = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("report: "))
@@ -72,10 +115,9 @@ def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_pat
     )  # nothing undeclared was kept
 
     client = MlflowClient(tracking_uri=mlflow_server)
-    policies = ("cartpole-policy", "breakout-policy", "pendulum-policy", "pendulum-policy-adapted")
     for name in ("cartpole-evaluator", "breakout-encoder"):
         assert client.get_model_version_by_alias(name, "champion").version == "1", name
-    for name in policies:  # a first version becomes champion only if it beats the random policy (tiny budgets here)
+    for name in POLICIES:  # a first version becomes champion only if it beats the random policy (tiny budgets here)
         decided = client.get_model_version(name, "1").tags["frugalrl.promotion"]
         if "first model beats the random policy" in decided:
             assert client.get_model_version_by_alias(name, "champion").version == "1", name
@@ -110,3 +152,37 @@ def test_production_dag_against_mlflow_server_on_postgres(mlflow_server, tmp_pat
 
         result = audit(champion.run_id, keep=tmp_path / "audit")
         assert result["reproduced"], result["differences"]
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_the_production_dag_in_containers_registers_what_subprocesses_register(
+    server_dag, request, monkeypatch, capsys
+):
+    """The same DAG, every stage in the step image, against the same server: the same figures."""
+    if not IN_CI and not daemon_available():
+        pytest.skip("no Docker daemon answers (start dockerd; .ci/run does): the container run needs one")
+    step_image = request.getfixturevalue("step_image")  # asked for here: without a daemon it cannot be built
+    request.getfixturevalue("records")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server_dag.url)
+    monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{server_dag.tmp / 'docker' / 'optuna.db'}")
+    profile = server_dag.tmp / "ci.yaml"
+    main(["pipeline", "run", "--profile", str(profile), "--root", str(server_dag.tmp / "docker"), "--runner", "docker"])
+    out = capsys.readouterr().out
+    assert "19 of 19 stages" in out and f"(in containers of {step_image.tag})" in out
+    client = MlflowClient(server_dag.url)
+    for name, reference_version in server_dag.first.items():
+        version = _newest(client, name)
+        assert int(version.version) == int(reference_version.version) + 1, name
+        tags, reference = version.tags, reference_version.tags
+        # the same figures at the same seeds, from the same package versions on the same CPU (config hashes
+        # differ: each run pins the evaluator or encoder version that its own pretraining registered)
+        assert "frugalrl.eval_returns" in reference, name
+        for key in ("frugalrl.score", "frugalrl.eval_returns", "frugalrl.eval_seed"):
+            assert tags.get(key) == reference.get(key), (name, key)
+        run = client.get_run(version.run_id)
+        assert run.data.tags["frugalrl.image_digest"] == step_image.image_id
+        assert run.data.tags["frugalrl.image"] == step_image.tag
+        assert run.data.tags["frugalrl.git_commit"] == step_image.git_commit
+    # what the containers wrote, the caller can remove
+    shutil.rmtree(server_dag.tmp / "docker")
