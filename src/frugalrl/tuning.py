@@ -30,6 +30,11 @@ from typing import Any
 from frugalrl.config import ExperimentConfig, SearchDimension, apply_overrides, validate_config
 from frugalrl.credentials import reveal, shown
 from frugalrl.errors import ConfigError, TrainingDiverged
+from frugalrl.rundir import write_json
+from frugalrl.tracking import RunTracker
+from frugalrl.tracking.trials import TrialLogger
+from frugalrl.train import train
+from frugalrl.tuning_rounds import NumberedSampler, OrderedMedianPruner, best_trial, counted
 
 STORAGE_ENV = "OPTUNA_STORAGE"
 
@@ -148,8 +153,6 @@ def trial_config(config: ExperimentConfig, overrides: list[str]) -> ExperimentCo
 def _pruner(config: ExperimentConfig) -> Any:
     import optuna
 
-    from frugalrl.tuning_rounds import OrderedMedianPruner
-
     tuning = config.tuning
     if tuning.pruner == "median":
         return OrderedMedianPruner(tuning.startup_trials, tuning.round_size)
@@ -158,9 +161,6 @@ def _pruner(config: ExperimentConfig) -> Any:
 
 def make_objective(config: ExperimentConfig, out: Path) -> Any:
     import optuna
-
-    from frugalrl.train import train
-    from frugalrl.tuning_rounds import counted
 
     tuning = config.tuning
 
@@ -197,8 +197,6 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
     import optuna
     from optuna.trial import TrialState
 
-    from frugalrl.tuning_rounds import NumberedSampler, best_trial, counted
-
     if config.tuning is None or not config.tuning.space:
         raise ConfigError("this config has no tuning.space to search; see configs/cartpole-tune.yaml")
     tuning = config.tuning
@@ -232,9 +230,6 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
     if config.tracking.enabled:
         import mlflow
 
-        from frugalrl.tracking import RunTracker
-        from frugalrl.tracking.trials import TrialLogger
-
         # the worker's run keeps what the store missed in OUT (`frugalrl sync OUT` sends it, via best.json)
         with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}", pipeline_run_id=pipeline_run_id,
                         buffer_dir=out) as tracker:  # fmt: skip
@@ -261,7 +256,6 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
         "waited_s": round(sum(t.user_attrs.get("waited_s", 0.0) for t in trials), 3),
         "mlflow_run_id": run_id,  # this worker's run
     }
-    from frugalrl.rundir import write_json
 
     write_json(out / "best.json", result)
     return result
@@ -270,8 +264,6 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
 def best_overrides(config: ExperimentConfig, out: Path | None = None) -> list[str]:
     """The best complete trial's overrides in the study ``config`` names (storage as in ``tune``)."""
     import optuna
-
-    from frugalrl.tuning_rounds import best_trial
 
     if config.tuning is None:
         raise ConfigError("this config has no tuning section")

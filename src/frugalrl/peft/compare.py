@@ -27,14 +27,22 @@ from typing import Any
 
 import torch
 
+from frugalrl.algos.sac import TwinCritic, build_sac_actor
 from frugalrl.checkpoint import atomic_write_bytes
-from frugalrl.config import ExperimentConfig, PeftTarget
+from frugalrl.config import ExperimentConfig, PeftTarget, load_config, validate_config
+from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError
 from frugalrl.evaluation import evaluate_policy
+from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.peft.finetune import ACTOR_HEADS, CRITIC_HEADS, exported, finetune, target_env
 from frugalrl.peft.methods import adapt, merged
 from frugalrl.peft.source import SourceMissing, SourceRun, load_source
-from frugalrl.peft.store import ADAPTER_FILE, save_adapter
+from frugalrl.peft.store import ADAPTER_FILE, apply_adapter, save_adapter
+from frugalrl.policy_store import save_policy
+from frugalrl.rundir import start_run_dir, write_json
+from frugalrl.tracking.provenance import git_commit, lineage_source
+from frugalrl.tracking.runs import RunTracker
+from frugalrl.train import train
 
 RUN_FIELDS = ["target", "method", "seed", "eval_mean", "source_eval_mean", "trainable", "trainable_share",
               "critic_trainable", "train_flops", "train_s", "env_steps"]  # fmt: skip
@@ -46,9 +54,6 @@ TABLE_FIELDS = ["target", "method", "seeds", "eval_mean", "return_pct_of_full", 
 def check_methods(source: SourceRun, config: ExperimentConfig) -> None:
     """Build every method on copies of the source networks first: a bad option fails before any training."""
     import gymnasium as gym
-
-    from frugalrl.algos.sac import TwinCritic, build_sac_actor
-    from frugalrl.envs.factory import make_vec_env
 
     for target in config.peft.targets:
         env = make_vec_env(target_env(source.config, target).model_copy(update={"num_envs": 1}), training=False)
@@ -73,7 +78,6 @@ def check_methods(source: SourceRun, config: ExperimentConfig) -> None:
 
 def _job(source_uri: str, config_dict: dict[str, Any], method: str, target_name: str, seed: int, out: str) -> dict:
     """One fine-tuning run in a worker process; writes its metrics.jsonl and adapter, returns its row."""
-    from frugalrl.config import validate_config
 
     config = validate_config(config_dict)
     torch.set_num_threads(max(config.threads, 1))
@@ -208,9 +212,6 @@ def compare(
     the rest run. ``report_only`` writes the table from the runs finished so far, running none.
     ``pipeline_run_id`` tags the MLflow runs (the source's, the comparison's) with their pipeline run.
     """
-    from frugalrl.config import load_config
-    from frugalrl.rundir import start_run_dir, write_json
-    from frugalrl.train import train
 
     peft = config.peft
     if peft is None:
@@ -293,8 +294,6 @@ def compare(
 
 
 def _source_actor(source: SourceRun) -> torch.nn.Module:
-    from frugalrl.algos.sac import build_sac_actor
-    from frugalrl.envs.factory import make_vec_env
 
     env = make_vec_env(source.config.env.model_copy(update={"num_envs": 1}), training=False)
     actor = build_sac_actor(env.single_observation_space, env.single_action_space, source.config)
@@ -306,8 +305,6 @@ def _source_actor(source: SourceRun) -> torch.nn.Module:
 def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) -> tuple[Any, ExperimentConfig] | None:
     """best/: the base policy with the best method's seed-1 adapter for the first target, as a run
     directory (policy.pt, config.yaml; ``compare`` adds summary.json) that evaluation and registration read."""
-    from frugalrl.peft.store import apply_adapter
-    from frugalrl.policy_store import save_policy
 
     adapter = out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE
     if not adapter.is_file():  # a partial comparison (report-only) may not have run it
@@ -326,8 +323,6 @@ def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) ->
 def _best_summary(
     config: ExperimentConfig, source_uri: str, method: str, target: PeftTarget, run_id: str | None, uri: str | None
 ) -> dict[str, Any]:
-    from frugalrl.tracking.provenance import git_commit, lineage_source
-
     lineage = {"frugalrl.lineage.peft_source": lineage_source(source_uri), "frugalrl.peft.method": method,
                "frugalrl.peft.target": target.name}  # fmt: skip
     return {"env_id": config.env.id, "config_hash": config.hash(), "git_commit": git_commit(),
@@ -341,8 +336,6 @@ def _log(
     the best adapted policy as an MLflow model, for registration. The run id and that model's URI."""
     import mlflow
 
-    from frugalrl.tracking.runs import RunTracker
-
     model_uri = None
     with RunTracker(config, run_name=f"{config.name}-peft-compare", pipeline_run_id=pipeline_run_id) as tracker:
         for r in table:
@@ -355,9 +348,6 @@ def _log(
             tracker.log_artifact(out / name, artifact_path="peft")
         mlflow.log_artifacts(str(out / "adapters"), artifact_path="adapters")
         if adapted is not None:
-            from frugalrl.envs.factory import make_vec_env
-            from frugalrl.nets.policy import ExportedPolicy
-
             policy, adapted_config = adapted
             env = make_vec_env(adapted_config.env.model_copy(update={"num_envs": 1}), training=False)
             example, _ = env.reset(seed=adapted_config.seed)
