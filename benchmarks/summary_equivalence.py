@@ -90,12 +90,6 @@ ACCOUNTING_KEYS = {"train_flops", "inference_flops", "aux_flops", "pretrain_flop
 DIAGNOSTIC_PREFIX = "wm_"
 # Float rounding of the same arithmetic (see the docstring for what it can and cannot catch).
 FLOAT_RTOL, FLOAT_ATOL = 1e-4, 1e-6
-# On a CPU other than the recording's, evaluation returns of a continuous-control run integrate the
-# rounding over whole episodes: measured on pendulum-sac (AMD EPYC AVX2 recording, Intel Xeon AVX512
-# check) every training figure within FLOAT_RTOL, the evaluation returns 0.25% apart. Across CPUs the
-# ``eval_*`` figures are held to this; the training figures, which any change of the algorithm moves
-# first, keep FLOAT_RTOL.
-EVAL_CROSS_CPU_RTOL = 1e-2
 
 
 def figures(run_dir: Path) -> dict[str, Any]:
@@ -145,32 +139,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def verdict(before: dict[str, Any], after: dict[str, Any], same_cpu: bool = True) -> tuple[bool, str]:
-    """(ok, one line): non-floats equal, floats within rounding (``eval_*`` within
-    ``EVAL_CROSS_CPU_RTOL`` when the recording was made on another CPU)."""
-    if same_cpu:
-        diff = differences(before, after)
-    else:
-        evals = [k for k in dict.fromkeys([*before, *after]) if k.startswith("eval_")]
-        rest = [k for k in dict.fromkeys([*before, *after]) if k not in evals]
-        diff = differences({k: before[k] for k in rest if k in before}, {k: after[k] for k in rest if k in after})
-        diff += [k for k in evals if k not in before or k not in after]
-        diff += [d for k in evals if k in before and k in after for d in _eval_differences(before[k], after[k], k)]
+def verdict(before: dict[str, Any], after: dict[str, Any]) -> tuple[bool, str]:
+    """(ok, one line): non-floats equal, floats within rounding (the same rule on every host)."""
+    diff = differences(before, after)
     if not diff:
         return True, "equal (floats within rounding)" if before != after else "identical"
     return False, "DIFFERS: " + "; ".join(d[:300] for d in diff[:6])
-
-
-def _eval_differences(before: Any, after: Any, key: str) -> list[str]:
-    pairs = list(zip(before, after, strict=False)) if isinstance(before, list) and isinstance(after, list) else [
-        (before, after)]  # fmt: skip
-    if isinstance(before, list) and (not isinstance(after, list) or len(before) != len(after)):
-        return [f"{key}: {before!r} -> {after!r}"]
-    for b, a in pairs:
-        numbers = _is_number(b) and _is_number(a)
-        if b != a and not (numbers and math.isclose(b, a, rel_tol=EVAL_CROSS_CPU_RTOL, abs_tol=FLOAT_ATOL)):
-            return [f"{key}: {before!r} -> {after!r}"]
-    return []
 
 
 def cpu_model() -> str:
@@ -253,9 +227,8 @@ def check(paths: list[Path], names: list[str], extra: list[str] = ()) -> int:
     failed = False
     for path, recorded in recordings.items():
         print(f"{path.name}: recorded on {recorded.get('_machine', {}).get('cpu')!r}, checking on {cpu_model()!r}")
-        same_cpu = recorded.get("_machine", {}).get("cpu") == cpu_model()
         for name in names:
-            ok, line = verdict(recorded.get(name, {}), results[name], same_cpu)
+            ok, line = verdict(recorded.get(name, {}), results[name])
             failed |= not ok
             print(f"{name:<22} {line}")
     return 1 if failed else 0
