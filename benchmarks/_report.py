@@ -41,6 +41,7 @@ SECTIONS = {
     "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",
     "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
     "rmt_ablation": "## RMT parts as an ablation (DQN / SAC)",
+    "tiered_replay_diagnosis": "## Why tiered replay lost: its sampling rule measured on a fixture",
     "peft_methods": "## PEFT methods: transferring a HalfCheetah policy to changed dynamics",
     "fusion": "## Top-k gradient fusion on 2 workers",
     "pivot_labels": "## PivotRL importance labels compared",

@@ -147,7 +147,11 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, w
     scale = [f"{'dqn' if discrete else 'sac'}.total_timesteps={args.steps}"] if args.steps else []
     variants = [v for v in args.variants if discrete or v != "+explore"]
     kept = {(r["variant"], r["seed"]): r for r in args.reused_rows if r["env_id"] == env_id}
+    done = {(r["variant"], r["seed"]) for r in args.continued_rows if r["env_id"] == env_id}
     for variant in variants:  # one seed's chain: the variants in turn (A B C ...)
+        if (variant, seed) in done:
+            print(f"{env_id:<16} seed {seed}  {variant:<13} already in batch {args.part_of}")
+            continue
         reproduced = args.reproduced.get((env_id, variant))
         if (variant, seed) in kept and reproduced:
             print(f"{env_id:<16} seed {seed}  {variant:<13} reused from batch {kept[(variant, seed)]['batch']}")
@@ -207,7 +211,7 @@ def _ratio(by: dict, variant: str, seeds: list[int], key: str) -> str:
 
 def _reuse_line(rows: list[dict], head: str) -> str | None:
     """Which rows of a table come from a batch other than its head batch, and the rerun that allows it."""
-    lent = [r for r in rows if r["batch"] != head]
+    lent = [r for r in rows if comparison(r) != head]
     if not lent:
         return None
     parts = []
@@ -330,12 +334,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reuse", nargs="*", default=[], metavar="BATCH",
                         help="kept batches whose rows stand in for a variant once a rerun reproduces one")  # fmt: skip
+    parser.add_argument("--part-of", default=None, metavar="BATCH",
+                        help="continue the comparison BATCH began (one table; runs it has are skipped)")  # fmt: skip
     _report.add_output_args(parser, "rmt_ablation")
     args = parser.parse_args()
 
     def run(args: argparse.Namespace) -> list[dict]:
-        args.common = _report.batch_common(reuses=args.reuse)
-        args.reused_rows = [r for r in _report.read_rows(args.results) if r.get("batch") in args.reuse]
+        args.common = _report.batch_common(reuses=args.reuse, part_of=args.part_of)
+        kept = _report.read_rows(args.results)
+        args.reused_rows = [r for r in kept if r.get("batch") in args.reuse]
+        args.continued_rows = [r for r in kept if args.part_of and comparison(r) == args.part_of]
         # A variant two reused batches already agree on (a rerun kept by an earlier invocation) is reproduced.
         same_run = ("env_id", "variant", "seed")
         args.reproduced = {
@@ -351,9 +359,15 @@ def main() -> None:
     _report.run_or_render("rmt_ablation", args, run, report, select)
 
 
+def comparison(row: dict) -> str:
+    """The comparison a row belongs to: its batch, or the batch it continues (``--part-of``)."""
+    return row.get("part_of") or row["batch"]
+
+
 def select(stored: list[dict], _: argparse.Namespace | None = None) -> list[dict]:
-    """Per env: the newest batch with the rows it reuses, then the newest batch of every variant not shown yet
-    (each as its own table, its head batch in ``shown_in``)."""
+    """Per env: the newest comparison (a batch and the batches that continue it) with the rows it reuses, then
+    the newest comparison of every variant not shown yet (each as its own table, its first batch in
+    ``shown_in``)."""
     out = []
     for env in dict.fromkeys(r["env_id"] for r in stored):
         rows = [r for r in stored if r["env_id"] == env]
@@ -361,10 +375,10 @@ def select(stored: list[dict], _: argparse.Namespace | None = None) -> list[dict
         for head in reversed(rows):
             if head["variant"] in shown:
                 continue
-            batch = [r for r in rows if r["batch"] == head["batch"]]
+            batch = [r for r in rows if comparison(r) == comparison(head)]
             table = _report.with_reused(stored, batch, REPRODUCED, env_id=env)
             shown |= {r["variant"] for r in table}
-            out += [{**r, "shown_in": head["batch"]} for r in table]
+            out += [{**r, "shown_in": comparison(head)} for r in table]
     return out
 
 
