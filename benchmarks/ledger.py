@@ -477,7 +477,9 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
         )
         up = [of_medians[k] > 0 and median(diffs[k]) > 0 and higher[k] >= 0.8 * len(seeds) for k in diffs]
         down = [of_medians[k] < 0 and median(diffs[k]) < 0 for k in diffs]
-        if all(up):
+        if len(seeds) < 5:  # a comparison still being run: its figures, no verdict
+            verdict = f"not yet measured ({len(seeds)} of 5 seeds so far)"
+        elif all(up):
             verdict = "confirmed (an effect on return at equal steps)"
         elif any(up):
             verdict = "partly (one of the two measures)"
