@@ -9,7 +9,7 @@ thread) from the env's RMT config with parts switched by ``--set``:
     +meta        the meta-controller only
     +explore     Boltzmann exploration only (DQN)
     +fractal     fractal residual blocks only
-    all          every part on (the config as shipped)
+    all          every part on (the config as shipped, plus tiered replay, which it has off)
 
 Peers in the same run: Stable-Baselines3 DQN/SAC with the same hyperparameters, and frugalrl PPO
 with RL Zoo settings where a PPO config exists. Reported per env: median (min-max) final eval
