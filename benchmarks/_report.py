@@ -41,6 +41,7 @@ SECTIONS = {
     "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",
     "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
     "rmt_ablation": "## RMT parts as an ablation (DQN / SAC)",
+    "tiered_replay_diagnosis": "## Why tiered replay lost: its sampling rule measured on a fixture",
     "peft_methods": "## PEFT methods: transferring a HalfCheetah policy to changed dynamics",
     "fusion": "## Top-k gradient fusion on 2 workers",
     "pivot_labels": "## PivotRL importance labels compared",
@@ -318,6 +319,30 @@ def newest_batch(rows: Sequence[dict], **match: object) -> list[dict]:
         return []
     batch = matching[-1]["batch"]
     return [r for r in matching if r["batch"] == batch]
+
+
+def reproduces(a: dict, b: dict, keys: Sequence[str]) -> bool:
+    """Whether two rows of the same run have every figure of ``keys`` present and equal (a deterministic rerun)."""
+    return all(a.get(k) is not None and a.get(k) == b.get(k) for k in keys)
+
+
+def with_reused(stored: Sequence[dict], rows: Sequence[dict], keys: Sequence[str], **match: object) -> list[dict]:
+    """``rows`` (one batch) and the rows of the batches it names in ``reuses`` (those that match ``match``) for the
+    (variant, seed) pairs it did not run. A reused batch lends its rows of a variant only where one of them is
+    reproduced on ``keys`` by a row of the same variant and seed in ``rows`` or another reused batch: a row is
+    reused only from code shown to give the same figures. Earlier-named batches first; oldest row first."""
+    out = list(rows)
+    named = list(rows[0].get("reuses") or []) if rows else []
+    pool = [r for r in stored if r.get("batch") in named and all(r.get(k) == v for k, v in match.items())]
+    for batch in named:
+        older = [r for r in pool if r["batch"] == batch]
+        for variant in dict.fromkeys(r["variant"] for r in older):
+            mine = [r for r in older if r["variant"] == variant]
+            others = [r for r in [*rows, *pool] if r["variant"] == variant and r.get("batch") != batch]
+            if any(reproduces(m, o, keys) for m in mine for o in others if o["seed"] == m["seed"]):
+                have = {r["seed"] for r in out if r["variant"] == variant}
+                out += [r for r in mine if r["seed"] not in have]
+    return sorted(out, key=lambda r: str(r.get("timestamp")))
 
 
 def load1(load: str | None) -> float | None:

@@ -429,9 +429,32 @@ RMT_COMMAND = ("python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 
                "--variants plain +replay +meta --no-peers --workers 2 --write")  # fmt: skip
 
 
+def rmt_table(variant: str) -> list[dict]:
+    """The rows of the newest LunarLander table of the RMT ablation (as its section shows them: a batch with
+    the rows it reuses) that has ``variant`` and plain."""
+    import rmt_ablation
+
+    rows = [r for r in rmt_ablation.select(rows_of("rmt_ablation")) if r["env_id"] == "LunarLander-v3"]
+    for head in dict.fromkeys(r["shown_in"] for r in rows):
+        table = [r for r in rows if r["shown_in"] == head]
+        if {variant, "plain"} <= {r["variant"] for r in table}:
+            return table
+    return []
+
+
+def _against_per(by: dict, seeds: list[int]) -> str:
+    """Tiered replay's mean training return against prioritized replay's, where the table has both."""
+    per = [by[("+per", s)]["mean_train_return"] for s in seeds if ("+per", s) in by]
+    if not per:
+        return ""
+    mine = median(by[("+replay", s)]["mean_train_return"] for s in seeds)
+    return (f"; against prioritized replay (the field's reference, {len(per)} seeds): median mean training return "
+            f"{mine:.1f} vs {median(per):.1f}")  # fmt: skip
+
+
 def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
     def measure() -> Finding:
-        rows = _report.newest_batch(rows_of("rmt_ablation"), env_id="LunarLander-v3")
+        rows = rmt_table(variant)
         by = {(r["variant"], r["seed"]): r for r in rows}
         seeds = sorted(s for v, s in by if v == variant and ("plain", s) in by)
         if not seeds:
@@ -450,10 +473,13 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
             f"curve) {of_medians['mean_train_return']:+.1f} / {median(diffs['mean_train_return']):+.1f} "
             f"({higher['mean_train_return']} of {len(seeds)} higher); plain's mean training return is "
             f"{plain_curve:.1f}, far below the 200 that solves the task, so an effect could show"
+            + (_against_per(by, seeds) if variant == "+replay" else "")
         )
         up = [of_medians[k] > 0 and median(diffs[k]) > 0 and higher[k] >= 0.8 * len(seeds) for k in diffs]
         down = [of_medians[k] < 0 and median(diffs[k]) < 0 for k in diffs]
-        if all(up):
+        if len(seeds) < 5:  # a comparison still being run: its figures, no verdict
+            verdict = f"not yet measured ({len(seeds)} of 5 seeds so far)"
+        elif all(up):
             verdict = "confirmed (an effect on return at equal steps)"
         elif any(up):
             verdict = "partly (one of the two measures)"
@@ -510,7 +536,7 @@ def fractal_vs_residual() -> Finding:
 
 
 def rmt_share() -> Finding:
-    rows = _report.newest_batch(rows_of("rmt_ablation"), env_id="LunarLander-v3")
+    rows = rmt_table("+replay")
     shares = {v: [r["top10_share"] for r in rows if r["variant"] == v and r.get("top10_share") is not None]
               for v in ("plain", "+replay")}  # fmt: skip
     if not shares["+replay"]:

@@ -34,6 +34,7 @@ RENDERERS = {
     "latent_encoders.py": ([], ["latent_encoders"]),
     "replay_throughput.py": ([], ["replay_throughput"]),
     "rmt_ablation.py": ([], ["rmt_ablation"]),
+    "tiered_replay_diagnosis.py": ([], ["tiered_replay_diagnosis"]),
     "fractal_vs_residual.py": ([], ["fractal_vs_residual"]),
     "latent_vs_pixel.py": ([], ["latent_vs_pixel"]),
     "peft_methods.py": ([], ["peft_methods"]),

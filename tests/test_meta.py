@@ -107,8 +107,9 @@ def test_lunarlander_rmt_config_reports_tiers_and_final_hyperparameters(tmp_path
 
     from .conftest import REPO
 
+    # the config ships tiered replay off (it measured a loss); switched on here to check its reporting
     overrides = ["dqn.total_timesteps=800", "dqn.learning_starts=200", "replay.capacity=2000", "eval.episodes=1",
-                 "tracking.enabled=false", "meta.interval=2"]  # fmt: skip
+                 "tracking.enabled=false", "meta.interval=2", "replay.kind=tiered"]  # fmt: skip
     summary = train(load_config(REPO / "configs" / "lunarlander-rmt.yaml", overrides), tmp_path / "run")
     for key in ("replay_hot_size", "replay_warm_size", "replay_cold_size", "replay_hot_threshold",
                 "replay_top10_share", "final_learning_rate", "final_gamma", "final_epsilon"):  # fmt: skip

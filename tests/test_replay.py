@@ -145,3 +145,43 @@ def test_new_transitions_start_hot_and_stale_slots_leave_the_tiers():
     assert store.tier_sizes()["hot"] == 16 - 6
     drawn = store.sample(500).indices // n
     assert not np.isin(drawn, stale).any()
+
+
+def _stored_tds(n: int = 2000, seed: int = 3) -> np.ndarray:
+    """A heavy-tailed |TD error| per transition, fixed: the feedback below needs no learning."""
+    return np.random.default_rng(seed).lognormal(0.0, 1.0, size=n)
+
+
+def test_tiers_keep_their_quantile_sizes_under_their_own_draws():
+    # The cause of tiered replay's loss: thresholds taken over the *drawn* errors rise with every draw that
+    # favours the hot tier, until the hot tier is a handful of transitions. Taken over the stored errors,
+    # the tiers keep the sizes the quantiles name however long the store draws from itself.
+    store = TieredReplay(vector_storage(capacity=2000, num_envs=1), hot_quantile=0.9, warm_quantile=0.5)
+    fill(store, 2000, num_envs=1)
+    td = _stored_tds()
+    for _ in range(400):
+        batch = store.sample(128)
+        store.update_priorities(batch.indices, td[batch.indices])
+    known = np.isfinite(store.td_abs)
+    sizes = store.tier_sizes()
+    unknown = int((~known).sum())  # never drawn yet: hot until their error is known
+    assert sizes["hot"] - unknown == pytest.approx(0.1 * known.sum(), rel=0.15)
+    assert sizes["warm"] == pytest.approx(0.4 * known.sum(), rel=0.15)
+    assert store.thresholds[0] == pytest.approx(np.quantile(td[known], 0.9), rel=0.05)
+
+
+def test_importance_weights_undo_the_tier_mixture_bias():
+    # Drawn by tier, the plain batch mean of |TD| is far above the stored mean (the hot tier is over-drawn);
+    # with beta = 1 the weighted mean sum(w f) / sum(w) is the uniform expectation again.
+    store = TieredReplay(vector_storage(capacity=2000, num_envs=1), beta=1.0)
+    fill(store, 2000, num_envs=1)
+    td = _stored_tds()
+    store.update_priorities(np.arange(2000), td)
+    plain, weighted = [], []
+    for _ in range(300):
+        batch = store.sample(256)
+        f = td[batch.indices]
+        plain.append(f.mean())
+        weighted.append(np.sum(batch.weights * f) / np.sum(batch.weights))
+    assert np.mean(plain) > 1.5 * td.mean()  # the known bias
+    assert np.mean(weighted) == pytest.approx(td.mean(), rel=0.03)  # corrected

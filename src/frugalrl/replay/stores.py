@@ -7,9 +7,10 @@ Every store keeps its transitions in one ``TransitionStorage`` and offers
 - ``PrioritizedReplay``: proportional prioritized replay (Schaul et al. 2016), P(i) ~ p_i^alpha
   with p_i = |TD error| + eps, drawn from a sum tree; importance weights (N P(i))^-beta.
 - ``TieredReplay``: the RMT seed's hierarchical replay: every transition sits in the hot, warm
-  or cold tier by its latest |TD error|, against thresholds that are running quantiles of
-  recent TD errors (not constants); a draw picks a tier by the configured tier weights, then a
-  member uniformly; importance weights correct for it as in PER.
+  or cold tier by its latest |TD error|, against thresholds that are quantiles of the |TD errors|
+  of the transitions stored (not constants, and not of the draws: see ``TieredReplay``); a draw
+  picks a tier by the configured tier weights, then a member uniformly; importance weights
+  correct for it as in PER.
 
 New transitions count as hot / maximal priority until their TD error is known. Each store
 tracks the share of its draws that fall in the current top 10% of known |TD errors| (the seed
@@ -226,9 +227,31 @@ class _TierSets:
                 count[new] += 1
             tier[i] = new
 
+    def assign(self, tiers: np.ndarray) -> None:
+        """Every index's tier at once (``tiers``: one entry per index, -1 for none), vectorised."""
+        self.tier[:] = tiers
+        self.count[:] = 0
+        for k in range(len(self.count)):
+            members = np.flatnonzero(tiers == k)
+            self.members[k, : len(members)] = members
+            self.pos[members] = np.arange(len(members))
+            self.count[k] = len(members)
+
 
 class TieredReplay(ReplayStore):
-    """Hot / warm / cold tiers by |TD error| against running quantiles of recent TD errors."""
+    """Hot / warm / cold tiers by |TD error| against quantiles of the stored transitions' |TD errors|.
+
+    The thresholds are quantiles of the latest |TD error| of every stored transition whose error is
+    known, recomputed every ``refresh_every`` priority updates, when every transition is put back in
+    its tier against them. Until December 2026 they were quantiles of a window of the *drawn* errors
+    instead; the draws favour the hot and warm tiers, so those quantiles sat above the stored ones,
+    moved the next draws higher still, and the tiers collapsed: on LunarLander DQN the hot tier held
+    0-2 of 20,000 transitions and the warm one under 100, so half of every batch was the newest few
+    transitions and the importance weights cut the effective batch to about a quarter (measured:
+    ``benchmarks/tiered_replay_diagnosis.py``; docs/offpolicy.md). With the stored quantiles the hot tier
+    is the top ``1 - hot_quantile`` of the stored transitions by construction (plus the new ones,
+    hot until their error is known), as the RMT seed describes.
+    """
 
     kind = "tiered"
     TIERS = ("hot", "warm", "cold")
@@ -240,18 +263,20 @@ class TieredReplay(ReplayStore):
         tier_weights: Sequence[float] = (0.5, 0.3, 0.2),
         hot_quantile: float = 0.9,
         warm_quantile: float = 0.5,
-        window: int = 10_000,
         beta: float = 0.4,
         beta_steps: int = 100_000,
+        refresh_every: int = 50,
     ):
         super().__init__(storage, seed)
         self.tier_weights = np.asarray(tier_weights, dtype=np.float64)
         self.quantiles = (hot_quantile, warm_quantile)
         self.sets = _TierSets(storage.capacity, len(self.TIERS))
-        self.recent = np.zeros(window, dtype=np.float64)  # ring of recent |TD errors|
-        self.recent_count = 0
         self.thresholds = (np.inf, np.inf)
         self.beta0, self.beta_steps = beta, beta_steps
+        # A full refresh is one quantile and one pass over the capacity (about 2 ms at 50,000); every
+        # 50 updates it costs about 1% of a DQN update, and 50 updates move the quantiles little.
+        self.refresh_every = refresh_every
+        self.updates = 0
         self.draws = 0
 
     @property
@@ -269,15 +294,24 @@ class TieredReplay(ReplayStore):
             self.sets.move(range(stale * n, (stale + 1) * n), [-1] * n)
 
     def _after_update(self, indices: np.ndarray, td: np.ndarray) -> None:
-        window = len(self.recent)
-        positions = (self.recent_count + np.arange(len(td))) % window
-        self.recent[positions] = td
-        self.recent_count += len(td)
-        seen = self.recent[: min(self.recent_count, window)]
-        self.thresholds = tuple(float(np.quantile(seen, q)) for q in self.quantiles)
+        self.updates += 1
+        if (self.updates - 1) % self.refresh_every == 0:
+            self.refresh()
+            return
         tiers = self.tier_of(td)
         stale = np.isin(indices // self.storage.num_envs, self.storage.stale_slots())
         self.sets.move(indices.tolist(), np.where(stale, -1, tiers).tolist())
+
+    def refresh(self) -> None:
+        """Thresholds from the stored transitions' known |TD errors|; every stored transition re-tiered."""
+        stored = self.sets.tier >= 0  # written and not stale (the tiers drop stale slots as they go)
+        known = stored & np.isfinite(self.td_abs)
+        if not known.any():
+            return
+        hot, warm = np.quantile(self.td_abs[known].astype(np.float64), self.quantiles)
+        self.thresholds = (float(hot), float(warm))
+        tiers = np.where(known, self.tier_of(np.nan_to_num(self.td_abs, nan=0.0)), 0)  # unknown: hot
+        self.sets.assign(np.where(stored, tiers, -1).astype(np.int8))
 
     def tier_sizes(self) -> dict[str, int]:
         return {name: int(self.sets.count[k]) for k, name in enumerate(self.TIERS)}
