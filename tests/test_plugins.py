@@ -1,5 +1,5 @@
-"""The seam registries (selectors, replay stores, hyper controllers): a new kind is one module dropped into
-its package.
+"""The seam registries (selectors, replay stores, hyper controllers, PPO step kinds): a new kind is one module
+dropped into its package.
 
 The modules are the examples of docs/architecture.md, taken from the page as they stand, so
 the page cannot drift from what works.
@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import frugalrl.algos.step_kinds
 import frugalrl.meta
 import frugalrl.replay
 import frugalrl.selectors
+from frugalrl.algos.step_kinds import STEP_KINDS
 from frugalrl.config import ConfigError, validate_config
 from frugalrl.meta import HYPER_CONTROLLERS
 from frugalrl.replay.registry import REPLAY_STORES
@@ -71,10 +73,21 @@ def lr_decay(monkeypatch, tmp_path):
     sys.modules.pop(module, None)
 
 
+@pytest.fixture
+def checked_step(monkeypatch, tmp_path):
+    module = _drop_module(
+        monkeypatch, tmp_path / "module", frugalrl.algos.step_kinds, "# src/frugalrl/algos/step_kinds/checked.py"
+    )
+    yield
+    STEP_KINDS.unregister("checked")
+    sys.modules.pop(module, None)
+
+
 def test_the_built_in_kinds_are_registered_by_their_modules():
     assert SELECTORS.kinds() == ["all", "epochs", "pivot", "random"]
     assert REPLAY_STORES.kinds() == ["prioritized", "tiered", "uniform"]
     assert HYPER_CONTROLLERS.kinds() == ["fixed", "rmt"]
+    assert STEP_KINDS.kinds() == ["auto", "fused", "inductor", "off"]
 
 
 @pytest.mark.parametrize(
@@ -82,6 +95,7 @@ def test_the_built_in_kinds_are_registered_by_their_modules():
     [
         ({"selection": {"kind": "magic"}}, "selection.kind = 'magic': not a registered sample selector; known: all,"),
         ({"replay": {"kind": "lifo"}}, "replay.kind = 'lifo': not a registered replay store; known: prioritized,"),
+        ({"ppo": {"compile": "jit"}}, "ppo.compile = 'jit': not a registered PPO step kind; known: auto, fused,"),
         ({"selection": {"kind": "all", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
         (
             {"selection": {"kind": "random", "settings": {"keep": 0.5}}},
@@ -136,6 +150,18 @@ def test_a_hyper_controller_module_dropped_into_the_package_steers_dqn(lr_decay,
     rows = [json.loads(line) for line in (tmp_path / "decay" / "metrics.jsonl").read_text().splitlines()]
     decays = rows[-1]["lr_decays"]
     assert decays > 0 and rows[-1]["learning_rate"] == pytest.approx(config.dqn.learning_rate * 0.5**decays)
+
+
+def test_a_step_kind_module_dropped_into_the_package_runs_ppo(checked_step, tmp_path):
+    from frugalrl.train import train
+
+    assert validate_config({"env": {"id": "CartPole-v1"}, "ppo": {"compile": "checked"}}, "ok.yaml")
+    plain = train(tiny_config(ppo={"compile": "off"}), tmp_path / "plain")
+    summary = train(tiny_config(ppo={"compile": "checked"}), tmp_path / "checked")
+    assert summary["compile"] == "checked"
+    # the eager step with a check that never fires on a healthy run: the same training, step for step
+    assert summary["optimizer_steps"] == plain["optimizer_steps"]
+    assert summary["backward_samples"] == plain["backward_samples"]
 
 
 def _spaces(config):

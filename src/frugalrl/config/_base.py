@@ -40,6 +40,13 @@ def _registered_env(value: str) -> str:
     return value
 
 
+def _seam_registry(section: str) -> Any:
+    """The ``plugins.Registry`` config section ``section`` names its kinds in (``plugins.SEAMS``)."""
+    from frugalrl.plugins import registry_for  # why here: plugins is a layer above config (see its docstring)
+
+    return registry_for(section)
+
+
 class _RegisteredKind(_Strict):
     """A section whose ``kind`` names a registered technique and whose ``settings`` that technique validates.
 
@@ -52,9 +59,7 @@ class _RegisteredKind(_Strict):
     @classmethod
     def _registry(cls) -> Any:
         """The ``plugins.Registry`` of this section's kinds."""
-        from frugalrl.plugins import registry_for  # why here: plugins is a layer above config (see its docstring)
-
-        return registry_for(cls._section)
+        return _seam_registry(cls._section)
 
     @field_validator("kind", check_fields=False)
     @classmethod

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from frugalrl.config._base import _Strict
+from frugalrl.config._base import _seam_registry, _Strict
 
 
 class PPOConfig(_Strict):
@@ -29,10 +29,11 @@ class PPOConfig(_Strict):
     target_kl: float | None = Field(None, gt=0)
     norm_adv: bool = True
     adam_eps: float = Field(1e-5, gt=0)
-    compile: Literal["auto", "fused", "inductor", "off"] = Field(
+    compile: str = Field(
         "auto",
-        description="the minibatch step: fused (hand-written MLP forward/backward), inductor (torch.compile), "
-        "off (eager autograd); auto = on the CPU fused where the policy allows, else off",
+        description="the minibatch step, a registered kind (frugalrl.algos.step_kinds): fused (hand-written MLP "
+        "forward/backward), inductor (torch.compile), off (eager autograd); auto = on the CPU fused where the "
+        "policy allows, else off",
     )
 
     @field_validator("compile", mode="before")
@@ -42,6 +43,12 @@ class PPOConfig(_Strict):
         if isinstance(value, bool):
             return "fused" if value else "off"
         return {"on": "fused"}.get(value, value) if isinstance(value, str) else value
+
+    @field_validator("compile")
+    @classmethod
+    def _registered_step(cls, kind: str) -> str:
+        _seam_registry("ppo").entry(kind)  # the registry imports its package's modules on first use
+        return kind
 
 
 class DQNConfig(_Strict):
