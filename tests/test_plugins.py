@@ -1,5 +1,5 @@
 """The seam registries (selectors, replay stores, hyper controllers, PPO step kinds): a new kind is one module
-dropped into its package.
+dropped into its package; a PEFT method is one registration.
 
 The modules are the examples of docs/architecture.md, taken from the page as they stand, so
 the page cannot drift from what works.
@@ -12,15 +12,18 @@ import re
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 import frugalrl.algos.step_kinds
 import frugalrl.meta
 import frugalrl.replay
 import frugalrl.selectors
+from frugalrl.algos.sac import SquashedGaussianActor
 from frugalrl.algos.step_kinds import STEP_KINDS
 from frugalrl.config import ConfigError, validate_config
 from frugalrl.meta import HYPER_CONTROLLERS
+from frugalrl.peft import methods as peft_methods
 from frugalrl.replay.registry import REPLAY_STORES
 from frugalrl.selectors import SELECTORS
 
@@ -164,9 +167,25 @@ def test_a_step_kind_module_dropped_into_the_package_runs_ppo(checked_step, tmp_
     assert summary["backward_samples"] == plain["backward_samples"]
 
 
-def _spaces(config):
-    import gymnasium as gym
+def test_a_registered_peft_method_is_accepted_and_adapts_the_network():
+    exec(compile(_example("# a PEFT method: one registration (the built-ins' are in src/frugalrl/peft/methods.py)"),
+                 "architecture.md", "exec"), {})  # fmt: skip
+    try:
+        config = {"algo": "sac", "env": {"id": "HalfCheetah-v5"}, "peft": {"methods": {"last_layer": {}}}}
+        assert "last_layer" in validate_config(config, "ok.yaml").peft.methods
+        with pytest.raises(ConfigError, match="last_layer: unknown option 'rank'; allowed: none"):
+            validate_config({**config, "peft": {"methods": {"last_layer": {"rank": 4}}}}, "bad.yaml")
+        network = SquashedGaussianActor(17, gym.spaces.Box(-1.0, 1.0, (2,)), [64, 64], (-20.0, 2.0))
+        adaptation = peft_methods.adapt(network, "last_layer", None, ["mean", "log_std"])
+        trainable = {name for name, p in network.named_parameters() if p.requires_grad}
+        last = peft_methods.torso_linears(network, ["mean", "log_std"])[-1]
+        assert trainable == {f"{layer}.{part}" for layer in (last, "mean", "log_std") for part in ("weight", "bias")}
+        assert adaptation.trainable == (64 * 64 + 64) + 2 * (64 * 2 + 2)
+    finally:
+        peft_methods.unregister("last_layer")
 
+
+def _spaces(config):
     env = gym.make(config.env.id)
     try:
         return env.observation_space, env.action_space

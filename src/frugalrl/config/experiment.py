@@ -129,8 +129,7 @@ class ExperimentConfig(_Strict):
         narrowest = min(self.policy.hidden)
         for name, options in self.peft.methods.items():
             resolved = {**METHODS[name].defaults, **(options or {})}
-            # VeRA's shared random pair may be wider than a layer (frugalrl.peft.methods._fits)
-            for key in ("bottleneck",) if name == "vera" else ("rank", "bottleneck"):
+            for key in METHODS[name].width_options:  # not VeRA's rank: its shared pair may be wider than a layer
                 if resolved.get(key, 0) > narrowest:
                     raise ValueError(
                         f"peft.methods.{name}.{key} {resolved[key]} is wider than the network's narrowest layer "

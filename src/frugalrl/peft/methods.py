@@ -1,5 +1,10 @@
 """Thirteen ways to fine-tune a policy network, behind one registry.
 
+Each method is one ``register(Method(...))``: its defaults (the options ``peft.methods.<name>``
+accepts), the layers it targets, how it makes its parameters trainable (``apply``), what fits a
+layer (``fits``) and which options the config bounds by the network's width. ``adapt``, the config
+checks and the comparison read only that entry, so a new method touches nothing else.
+
 ``adapt(network, spec)`` changes ``network`` in place so that exactly the method's parameters
 are trainable, and returns what was done. The network is an MLP policy or critic: torso
 ``nn.Linear`` layers (the ``hidden`` ones are those after the first), then small output heads
@@ -21,6 +26,7 @@ action scale lands.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,36 +35,47 @@ from torch import nn
 
 from frugalrl.errors import ConfigError
 
+# (network, resolved options, torso layer names, the layers) -> objects the adaptation keeps alive.
+# Called with every parameter frozen; it makes its own parameters trainable (the heads are adapt's).
+Apply = Callable[[nn.Module, dict[str, Any], list[str], list[nn.Linear]], list[Any]]
+# (resolved options, one targeted layer) -> why the options do not fit it, or None
+Fits = Callable[[dict[str, Any], nn.Linear], str | None]
+
+
+def _fits_anything(options: dict[str, Any], layer: nn.Linear) -> str | None:
+    return None
+
 
 @dataclass(frozen=True)
 class Method:
-    """A registry entry: its defaults, which torso layers it adapts, and whether it trains the heads."""
+    """One fine-tuning method: its defaults, the layers it adapts, how it adapts them, what fits a layer."""
 
     name: str
     description: str
+    apply: Apply
     defaults: dict[str, Any] = field(default_factory=dict)
     layers: str = "all"  # all torso linears, or "hidden" (not a torso's input layer)
     trains_heads: bool = True
+    fits: Fits = _fits_anything
+    # options bounded by a layer's width: the config refuses them above the narrowest hidden layer
+    width_options: tuple[str, ...] = ()
 
 
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in [
-        Method("full", "full fine-tuning (every parameter)", trains_heads=True),
-        Method("head_only", "output heads only (linear probe)"),
-        Method("lora", "LoRA: low-rank update W + BA", {"rank": 8, "alpha": 16}),
-        Method("dora", "DoRA: LoRA on the direction, a learned magnitude", {"rank": 8, "alpha": 16}),
-        Method("loha", "LoHa: Hadamard product of two low-rank updates", {"rank": 8, "alpha": 16}),
-        Method("lokr", "LoKr: Kronecker-factored update", {"rank": 8, "alpha": 16}),
-        Method("ia3", "IA3: learned scaling of each layer's inputs"),
-        Method("oft", "OFT: block-diagonal orthogonal rotation of the weights", {"block_size": 16}, layers="hidden"),
-        Method("vera", "VeRA: shared frozen random low-rank pair, learned scalings", {"rank": 64}),
-        Method("fourierft", "FourierFT: learned spectral coefficients of the update", {"n_frequency": 256}),
-        Method("bitfit", "BitFit: biases only", trains_heads=False),
-        Method("adapter", "Houlsby bottleneck adapters after each layer", {"bottleneck": 16}),
-        Method("prefix", "learned input prefix (an additive shift) for each layer"),
-    ]
-}
+METHODS: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add ``method`` under its name: ``peft.methods`` and ``adapt`` accept it from then on."""
+    known = METHODS.get(method.name)
+    if known is not None and known != method:
+        raise ValueError(f"PEFT method {method.name!r} is registered twice; give the new one its own name")
+    METHODS[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    """Forget method ``name`` (a test's or a notebook's registration)."""
+    METHODS.pop(name, None)
 
 
 @dataclass
@@ -125,53 +142,144 @@ def _count(network: nn.Module) -> int:
     return sum(p.numel() for p in network.parameters() if p.requires_grad)
 
 
-def _fits(spec_method: str, options: dict[str, Any], layers: list[nn.Linear], names: list[str]) -> None:
+# ---------------------------------------------------------------------------- what fits a layer
+def _rank_fits(options: dict[str, Any], layer: nn.Linear) -> str | None:
+    smallest = min(layer.in_features, layer.out_features)
+    rank = int(options["rank"])
+    return None if 1 <= rank <= smallest else f"rank {options['rank']} must be between 1 and {smallest}"
+
+
+def _vera_fits(options: dict[str, Any], layer: nn.Linear) -> str | None:
+    # its shared random pair may be wider than a layer: only r >= 1 matters
+    return None if int(options["rank"]) >= 1 else f"rank {options['rank']} must be between 1 and 1"
+
+
+def _block_fits(options: dict[str, Any], layer: nn.Linear) -> str | None:
+    block = int(options["block_size"])
+    if block < 1 or layer.in_features % block:
+        return f"block_size {options['block_size']} must divide its {layer.in_features} inputs"
+    return None
+
+
+def _frequency_fits(options: dict[str, Any], layer: nn.Linear) -> str | None:
+    most = layer.in_features * layer.out_features
+    return (
+        None
+        if 1 <= int(options["n_frequency"]) <= most
+        else f"n_frequency {options['n_frequency']} must be between 1 and {most}"
+    )
+
+
+def _bottleneck_fits(options: dict[str, Any], layer: nn.Linear) -> str | None:
+    if 1 <= int(options["bottleneck"]) <= layer.out_features:
+        return None
+    return f"bottleneck {options['bottleneck']} must be between 1 and {layer.out_features}"
+
+
+def _fits(method: Method, options: dict[str, Any], layers: list[nn.Linear], names: list[str]) -> None:
     """A rank, block size or frequency count that does not fit a targeted layer is a config error."""
     for name, layer in zip(names, layers, strict=True):
-        smallest = min(layer.in_features, layer.out_features)
-        problem = None
-        if spec_method == "vera":  # its shared random pair may be wider than a layer: only r >= 1 matters
-            smallest = max(int(options["rank"]), 1)
-        if "rank" in options and not 1 <= int(options["rank"]) <= smallest:
-            problem = f"rank {options['rank']} must be between 1 and {smallest}"
-        if "block_size" in options and (
-            int(options["block_size"]) < 1 or layer.in_features % int(options["block_size"])
-        ):
-            problem = f"block_size {options['block_size']} must divide its {layer.in_features} inputs"
-        if "n_frequency" in options and not 1 <= int(options["n_frequency"]) <= layer.in_features * layer.out_features:
-            problem = (
-                f"n_frequency {options['n_frequency']} must be between 1 and {layer.in_features * layer.out_features}"
-            )
-        if "bottleneck" in options and not 1 <= int(options["bottleneck"]) <= layer.out_features:
-            problem = f"bottleneck {options['bottleneck']} must be between 1 and {layer.out_features}"
+        problem = method.fits(options, layer)
         if problem:
             raise ConfigError(
-                f"PEFT method {spec_method}: layer {name} ({layer.in_features}->{layer.out_features}): {problem}; "
-                f"change peft.methods.{spec_method}"
+                f"PEFT method {method.name}: layer {name} ({layer.in_features}->{layer.out_features}): {problem}; "
+                f"change peft.methods.{method.name}"
             )
 
 
-def _peft_config(method: str, options: dict[str, Any], targets: list[str], heads: list[str]) -> Any:
-    import peft
+# ---------------------------------------------------------------------------- how each method adapts
+def _train_everything(
+    network: nn.Module, options: dict[str, Any], names: list[str], layers: list[nn.Linear]
+) -> list[Any]:
+    network.requires_grad_(True)
+    return []
 
-    common = {"target_modules": targets, "modules_to_save": heads or None}
-    if method in ("lora", "dora"):
-        return peft.LoraConfig(
-            r=options["rank"], lora_alpha=options["alpha"], lora_dropout=0.0, use_dora=method == "dora", **common
-        )
-    if method == "loha":
-        return peft.LoHaConfig(r=options["rank"], alpha=options["alpha"], **common)
-    if method == "lokr":
-        return peft.LoKrConfig(r=options["rank"], alpha=options["alpha"], **common)
-    if method == "ia3":
-        return peft.IA3Config(feedforward_modules=targets, **common)
-    if method == "oft":
-        return peft.OFTConfig(r=0, oft_block_size=options["block_size"], **common)
-    if method == "vera":
-        return peft.VeraConfig(r=options["rank"], **common)
-    if method == "fourierft":
-        return peft.FourierFTConfig(n_frequency=options["n_frequency"], **common)
-    raise AssertionError(method)
+
+def _train_heads_only(
+    network: nn.Module, options: dict[str, Any], names: list[str], layers: list[nn.Linear]
+) -> list[Any]:
+    return []  # adapt makes the heads trainable
+
+
+def _train_biases(network: nn.Module, options: dict[str, Any], names: list[str], layers: list[nn.Linear]) -> list[Any]:
+    for name, param in network.named_parameters():
+        param.requires_grad_(name.endswith("bias"))
+    return []
+
+
+def _wrapper(wrap: Callable[[nn.Linear, dict[str, Any]], nn.Module]) -> Apply:
+    """Each targeted layer replaced by ``wrap(layer, options)``; the wrappers' own parameters train."""
+
+    def apply(network: nn.Module, options: dict[str, Any], names: list[str], layers: list[nn.Linear]) -> list[Any]:
+        for name, layer in zip(names, layers, strict=True):
+            _set_module(network, name, wrap(layer, options))
+        for module in network.modules():
+            if isinstance(module, BottleneckAdapter):
+                module.down.requires_grad_(True)
+                module.up.requires_grad_(True)
+            elif isinstance(module, PrefixLinear):
+                module.prefix.requires_grad_(True)
+        return []
+
+    return apply
+
+
+def _tuner(name: str, peft_config: Callable[[Any, dict[str, Any], dict[str, Any]], Any]) -> Apply:
+    """A ``peft`` library tuner injected into the targeted layers; ``peft_config(peft, options, common)``
+    builds its config (``common``: the target modules, no modules to save)."""
+
+    def apply(network: nn.Module, options: dict[str, Any], names: list[str], layers: list[nn.Linear]) -> list[Any]:
+        import peft  # third-party and slow to load: only when a tuner is applied
+        from peft.mapping import PEFT_TYPE_TO_TUNER_MAPPING
+
+        config = peft_config(peft, options, {"target_modules": names, "modules_to_save": None})
+        try:
+            return [PEFT_TYPE_TO_TUNER_MAPPING[config.peft_type](network, config, "default")]  # holds shared state
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"PEFT method {name} {options}: {exc}; change peft.methods.{name}") from None
+
+    return apply
+
+
+def _lora(dora: bool) -> Callable[[Any, dict[str, Any], dict[str, Any]], Any]:
+    def build(peft: Any, o: dict[str, Any], common: dict[str, Any]) -> Any:
+        return peft.LoraConfig(r=o["rank"], lora_alpha=o["alpha"], lora_dropout=0.0, use_dora=dora, **common)
+
+    return build
+
+
+LOW_RANK = {"rank": 8, "alpha": 16}
+for _method in [
+    Method("full", "full fine-tuning (every parameter)", _train_everything),
+    Method("head_only", "output heads only (linear probe)", _train_heads_only),
+    Method("lora", "LoRA: low-rank update W + BA", _tuner("lora", _lora(False)), dict(LOW_RANK),
+           fits=_rank_fits, width_options=("rank",)),
+    Method("dora", "DoRA: LoRA on the direction, a learned magnitude", _tuner("dora", _lora(True)), dict(LOW_RANK),
+           fits=_rank_fits, width_options=("rank",)),
+    Method("loha", "LoHa: Hadamard product of two low-rank updates",
+           _tuner("loha", lambda peft, o, c: peft.LoHaConfig(r=o["rank"], alpha=o["alpha"], **c)), dict(LOW_RANK),
+           fits=_rank_fits, width_options=("rank",)),
+    Method("lokr", "LoKr: Kronecker-factored update",
+           _tuner("lokr", lambda peft, o, c: peft.LoKrConfig(r=o["rank"], alpha=o["alpha"], **c)), dict(LOW_RANK),
+           fits=_rank_fits, width_options=("rank",)),
+    Method("ia3", "IA3: learned scaling of each layer's inputs",
+           _tuner("ia3", lambda peft, o, c: peft.IA3Config(feedforward_modules=c["target_modules"], **c))),
+    Method("oft", "OFT: block-diagonal orthogonal rotation of the weights",
+           _tuner("oft", lambda peft, o, c: peft.OFTConfig(r=0, oft_block_size=o["block_size"], **c)),
+           {"block_size": 16}, layers="hidden", fits=_block_fits),
+    Method("vera", "VeRA: shared frozen random low-rank pair, learned scalings",
+           _tuner("vera", lambda peft, o, c: peft.VeraConfig(r=o["rank"], **c)), {"rank": 64}, fits=_vera_fits),
+    Method("fourierft", "FourierFT: learned spectral coefficients of the update",
+           _tuner("fourierft", lambda peft, o, c: peft.FourierFTConfig(n_frequency=o["n_frequency"], **c)),
+           {"n_frequency": 256}, fits=_frequency_fits),
+    Method("bitfit", "BitFit: biases only", _train_biases, trains_heads=False),
+    Method("adapter", "Houlsby bottleneck adapters after each layer",
+           _wrapper(lambda layer, o: BottleneckAdapter(layer, o["bottleneck"])), {"bottleneck": 16},
+           fits=_bottleneck_fits, width_options=("bottleneck",)),
+    Method("prefix", "learned input prefix (an additive shift) for each layer",
+           _wrapper(lambda layer, o: PrefixLinear(layer))),
+]:  # fmt: skip
+    register(_method)
 
 
 # ---------------------------------------------------------------------------- the entry point
@@ -194,41 +302,12 @@ def adapt(network: nn.Module, method: str, options: dict[str, Any] | None, heads
     if entry.layers == "hidden":  # not the input layer of any torso (the critics have two torsos)
         names = [n for n in names if not n.endswith("body.0")]
     layers = [network.get_submodule(n) for n in names]
-    _fits(method, resolved, layers, names)
-    keep: list[Any] = []
-    if method == "full":
-        network.requires_grad_(True)
-    else:
-        network.requires_grad_(False)
-        heads_trainable = entry.trains_heads
-        if method == "head_only":
-            pass
-        elif method == "bitfit":
-            for name, param in network.named_parameters():
-                param.requires_grad_(name.endswith("bias"))
-        elif method in ("adapter", "prefix"):
-            for name, layer in zip(names, layers, strict=True):
-                wrapped = (
-                    BottleneckAdapter(layer, resolved["bottleneck"]) if method == "adapter" else PrefixLinear(layer)
-                )
-                _set_module(network, name, wrapped)
-            for module in network.modules():
-                if isinstance(module, BottleneckAdapter):
-                    module.down.requires_grad_(True)
-                    module.up.requires_grad_(True)
-                elif isinstance(module, PrefixLinear):
-                    module.prefix.requires_grad_(True)
-        else:
-            from peft.mapping import PEFT_TYPE_TO_TUNER_MAPPING
-
-            config = _peft_config(method, resolved, names, [])
-            try:
-                keep.append(PEFT_TYPE_TO_TUNER_MAPPING[config.peft_type](network, config, "default"))
-            except (ValueError, TypeError) as exc:
-                raise ConfigError(f"PEFT method {method} {resolved}: {exc}; change peft.methods.{method}") from None
-        if heads_trainable:
-            for head in heads:
-                network.get_submodule(head).requires_grad_(True)
+    _fits(entry, resolved, layers, names)
+    network.requires_grad_(False)
+    keep = entry.apply(network, resolved, names, layers)
+    if entry.trains_heads:
+        for head in heads:
+            network.get_submodule(head).requires_grad_(True)
     return Adaptation(method, resolved, _count(network), base_parameters, keep)
 
 
