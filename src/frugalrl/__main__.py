@@ -6,10 +6,10 @@ and exit code 130 as one that lands while a command runs (``frugalrl.cli.main``)
 
 import sys
 
+from frugalrl.errors import INTERRUPTED  # a few lines, no imports: ready before the command loads
+
 
 def run() -> None:
-    from frugalrl.errors import INTERRUPTED  # a few lines, no imports: ready before the command loads
-
     try:
         from frugalrl.cli import main
     except KeyboardInterrupt:
