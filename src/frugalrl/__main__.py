@@ -11,6 +11,7 @@ from frugalrl.errors import INTERRUPTED  # a few lines, no imports: ready before
 
 def run() -> None:
     try:
+        # why here: inside the try, so a Ctrl-C while typer and click load is one line, exit code 130
         from frugalrl.cli import main
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from frugalrl.tracking.store import check_tracking, tracking_uri
+
 
 @dataclass
 class CheckResult:
@@ -18,6 +20,7 @@ class CheckResult:
 
 
 def _step_env(env_id: str, steps: int = 50) -> str:
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
     import gymnasium as gym
 
     from frugalrl.envs.registry import validate_env_id
@@ -42,6 +45,7 @@ def _check_torch() -> str:
 
 
 def _check_ale() -> str:
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
     import ale_py
 
     from frugalrl.config import EnvConfig
@@ -66,8 +70,6 @@ def _check_box2d() -> str:
 
 def _check_mlflow() -> str:
     import mlflow
-
-    from frugalrl.tracking.store import check_tracking, tracking_uri
 
     uri = check_tracking(tracking_uri())
     if uri.startswith("sqlite:///"):
@@ -99,6 +101,7 @@ def _check_kfp() -> str:
 
 
 def _probe_hardware() -> str:
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
     import torch
 
     from frugalrl.config import EnvConfig

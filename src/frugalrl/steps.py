@@ -134,6 +134,7 @@ def tune_step(
     config_yaml: str, overrides: list[str], out_dir: str, worker: int, pipeline_run_id: str = "none"
 ) -> dict[str, Any]:
     """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``)."""
+    # why here: optuna, which only the tuning steps need
     from frugalrl.tuning import tune
 
     config = _study_per_pipeline_run(config_yaml, overrides, pipeline_run_id)
@@ -142,6 +143,7 @@ def tune_step(
 
 def tune_best_step(config_yaml: str, overrides: list[str], pipeline_run_id: str = "none") -> list[str]:
     """The best finished trial's overrides, read back from the shared study."""
+    # why here: optuna, which only the tuning steps need
     from frugalrl.tuning import best_overrides
 
     return best_overrides(_study_per_pipeline_run(config_yaml, overrides, pipeline_run_id))
