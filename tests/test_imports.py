@@ -103,18 +103,21 @@ def function_local_imports() -> list[str]:
     return sorted(set(found))
 
 
+def _says_why(lines: list[str], index: int) -> bool:
+    """Whether the import on ``lines[index]`` has a ``# why here: ...`` comment: on its line, or on a comment
+    line directly above the run of imports (blank lines between them included) it belongs to."""
+    start = index
+    while start > 0 and re.match(r"\s*(from \S+ import|import |$)", lines[start - 1]):
+        start -= 1
+    return any("# why here:" in text for text in lines[max(start - 1, 0) : index + 1])
+
+
 def unexplained_function_local_imports() -> list[str]:
-    """Those function-local imports with no reason beside them: a ``# why here: ...`` comment on the import's
-    line, or on a comment line directly above the run of imports it belongs to."""
+    """Those function-local imports with no reason beside them."""
     missing = []
     for entry in function_local_imports():
-        where = entry.split()[0]
-        path, line = where.rsplit(":", 1)
-        lines = (SRC / path).read_text().splitlines()
-        start = end = int(line) - 1
-        while start > 0 and re.match(r"\s*(from \S+ import|import |$)", lines[start - 1]):
-            start -= 1  # up the run of import lines (and blank lines between them) this one belongs to
-        if not any("why here" in text for text in lines[start - 1 : end + 1]):
+        path, line = entry.split()[0].rsplit(":", 1)
+        if not _says_why((SRC / path).read_text().splitlines(), int(line) - 1):
             missing.append(entry)
     return missing
 
@@ -189,6 +192,14 @@ def test_config_imports_nothing_above_it():
     assert len(config) > 1, "frugalrl.config is a package"
     upward = {name: sorted(d for d in deps if d not in config and d not in leaves) for name, deps in config.items()}
     assert not any(upward.values()), upward
+
+
+def test_a_reason_is_beside_the_import_or_above_its_run():
+    block = ["def f():", "    # why here: torch", "    import os", "", "    from frugalrl import b", "    x = 1"]
+    assert _says_why(block, 2) and _says_why(block, 4)
+    assert not _says_why(["def f():", "    from frugalrl import b"], 1)
+    assert _says_why(["def f():", "    from frugalrl import b  # why here: mlflow"], 1)
+    assert not _says_why(["    # why here: torch", "    x = 1", "    from frugalrl import b"], 2)
 
 
 def test_find_cycle_sees_one():
