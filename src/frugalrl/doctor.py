@@ -5,6 +5,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,14 +45,20 @@ def _check_torch() -> str:
     return f"torch {torch.__version__}, device {device}, {torch.get_num_threads()} threads"
 
 
+def _vec_env(env_id: str, num_envs: int) -> Any:
+    """The factory's vector env of ``env_id``, the one the checks step."""
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
+    from frugalrl.config import EnvConfig
+    from frugalrl.envs.factory import make_vec_env
+
+    return make_vec_env(EnvConfig(id=env_id, num_envs=num_envs))
+
+
 def _check_ale() -> str:
     # why here: each check imports what it checks, so a broken install fails that check, not doctor
     import ale_py
 
-    from frugalrl.config import EnvConfig
-    from frugalrl.envs.factory import make_vec_env
-
-    env = make_vec_env(EnvConfig(id="ALE/Breakout-v5", num_envs=2))
+    env = _vec_env("ALE/Breakout-v5", 2)
     env.reset(seed=0)
     obs, *_ = env.step(np.zeros(2, dtype=np.int64))
     env.close()
@@ -104,10 +111,7 @@ def _probe_hardware() -> str:
     # why here: each check imports what it checks, so a broken install fails that check, not doctor
     import torch
 
-    from frugalrl.config import EnvConfig
-    from frugalrl.envs.factory import make_vec_env
-
-    env = make_vec_env(EnvConfig(id="CartPole-v1", num_envs=8))
+    env = _vec_env("CartPole-v1", 8)
     env.reset(seed=0)
     actions = np.zeros(8, dtype=np.int64)
     start = time.perf_counter()
