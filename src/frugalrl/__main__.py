@@ -6,11 +6,12 @@ and exit code 130 as one that lands while a command runs (``frugalrl.cli.main``)
 
 import sys
 
+from frugalrl.errors import INTERRUPTED  # a few lines, no imports: ready before the command loads
+
 
 def run() -> None:
-    from frugalrl.errors import INTERRUPTED  # a few lines, no imports: ready before the command loads
-
     try:
+        # why here: inside the try, so a Ctrl-C while typer and click load is one line, exit code 130
         from frugalrl.cli import main
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)

@@ -5,8 +5,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from frugalrl.tracking.store import check_tracking, tracking_uri
 
 
 @dataclass
@@ -18,6 +21,7 @@ class CheckResult:
 
 
 def _step_env(env_id: str, steps: int = 50) -> str:
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
     import gymnasium as gym
 
     from frugalrl.envs.registry import validate_env_id
@@ -41,13 +45,20 @@ def _check_torch() -> str:
     return f"torch {torch.__version__}, device {device}, {torch.get_num_threads()} threads"
 
 
-def _check_ale() -> str:
-    import ale_py
-
+def _vec_env(env_id: str, num_envs: int) -> Any:
+    """The factory's vector env of ``env_id``, the one the checks step."""
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
     from frugalrl.config import EnvConfig
     from frugalrl.envs.factory import make_vec_env
 
-    env = make_vec_env(EnvConfig(id="ALE/Breakout-v5", num_envs=2))
+    return make_vec_env(EnvConfig(id=env_id, num_envs=num_envs))
+
+
+def _check_ale() -> str:
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
+    import ale_py
+
+    env = _vec_env("ALE/Breakout-v5", 2)
     env.reset(seed=0)
     obs, *_ = env.step(np.zeros(2, dtype=np.int64))
     env.close()
@@ -66,8 +77,6 @@ def _check_box2d() -> str:
 
 def _check_mlflow() -> str:
     import mlflow
-
-    from frugalrl.tracking.store import check_tracking, tracking_uri
 
     uri = check_tracking(tracking_uri())
     if uri.startswith("sqlite:///"):
@@ -99,12 +108,10 @@ def _check_kfp() -> str:
 
 
 def _probe_hardware() -> str:
+    # why here: each check imports what it checks, so a broken install fails that check, not doctor
     import torch
 
-    from frugalrl.config import EnvConfig
-    from frugalrl.envs.factory import make_vec_env
-
-    env = make_vec_env(EnvConfig(id="CartPole-v1", num_envs=8))
+    env = _vec_env("CartPole-v1", 8)
     env.reset(seed=0)
     actions = np.zeros(8, dtype=np.int64)
     start = time.perf_counter()

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from frugalrl.claims import claim_rows, run_summary
+
 
 @dataclass
 class RunInput:
@@ -226,8 +228,6 @@ class Branch:
 
 
 def _claims(branch: Branch) -> str:
-    from frugalrl.claims import claim_rows, run_summary
-
     rows = claim_rows([run_summary(run.directory) for run in branch.runs], branch.peft_summary())
     if not rows:
         return ""

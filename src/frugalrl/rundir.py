@@ -27,8 +27,10 @@ from frugalrl.cost import CostMeter
 from frugalrl.envs.wrappers import NormalizeObservation, find_wrapper
 from frugalrl.errors import FrugalError
 from frugalrl.evaluation import evaluate_policy, scoring_protocol
+from frugalrl.meta.plot import plot_training_trace
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import save_policy
+from frugalrl.tracking import git_commit
 
 TRACE_PLOT = "control_trace.png"  # off-policy runs: hyperparameters, exploration and replay over time
 # The run contract (shared/design.md): keys every summary.json carries, whatever else it adds.
@@ -175,8 +177,6 @@ def finish_run(
     policy = agent.exported_policy() or export_policy(agent, config)
     extra = {**agent.summary_extra(), **(extra or {})}  # the learner's own keys: replay statistics, step kind
     if config.algo != "ppo":  # off-policy learners: the meta-controller's trace
-        from frugalrl.meta.plot import plot_training_trace
-
         plot_training_trace(out / "metrics.jsonl", out / TRACE_PLOT)
     if techniques is None:
         techniques = list(agent.techniques)
@@ -187,8 +187,6 @@ def finish_run(
     started = time.perf_counter()
     result = evaluate_policy(policy, config.env, config.eval.episodes, config.eval.seed, config.eval.deterministic)
     eval_s = time.perf_counter() - started
-
-    from frugalrl.tracking import git_commit
 
     summary: dict[str, Any] = {
         "env_id": config.env.id,

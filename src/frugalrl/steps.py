@@ -11,18 +11,26 @@ import re
 from pathlib import Path
 from typing import Any
 
-from frugalrl.config import ExperimentConfig, config_from_yaml_text
-from frugalrl.errors import FrugalError, PipelineFailed
+from frugalrl.config import ExperimentConfig, config_from_yaml_text, load_config
+from frugalrl.errors import FrugalError, PipelineFailed, TrackingError
+from frugalrl.evaluation import evaluate_policy, random_policy_returns, scoring_protocol
+from frugalrl.fusion.jobs import distributed_manifest, submit_job
+from frugalrl.latent.dataset import collect_frames
+from frugalrl.latent.pretrain import pretrain_encoder
+from frugalrl.peft.compare import compare
+from frugalrl.pivot.pretrain import collect_dataset, pretrain_evaluator
+from frugalrl.policy_store import load_policy_file
+from frugalrl.report import Branch, RunInput, build_report
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
 from frugalrl.tracking.registry import gate_promotion, register_model
 from frugalrl.tracking.store import check_tracking
+from frugalrl.train import train
+from frugalrl.video import record_episode
 
 
 def train_step(config_yaml: str, overrides: list[str], out_dir: str, pipeline_run_id: str = "none") -> dict[str, Any]:
     """Train from config text; the run directory is ``out_dir``. Returns summary.json's content."""
-    from frugalrl.train import train
-
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     return train(config, out_dir, interactive=False, pipeline_run_id=pipeline_run_id)
 
@@ -35,28 +43,21 @@ def collect_step(config_yaml: str, overrides: list[str], dataset_path: str) -> d
     """
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     if config.latent.enabled:
-        from frugalrl.latent.dataset import collect_frames
-
         data = collect_frames(config)
         sha = data.save(Path(dataset_path))
         return {"sha256": sha, "samples": len(data), "env_id": config.env.id, "kind": "frames"}
-    from frugalrl.pivot.pretrain import collect_dataset
 
     return {**collect_dataset(config, Path(dataset_path)), "kind": "labelled_rollouts"}
 
 
 def pretrain_encoder_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
     """Train, probe and register the frame encoder and latent world model; ``out_dir`` gets encoder.pt."""
-    from frugalrl.latent.pretrain import pretrain_encoder
-
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     return pretrain_encoder(config, Path(out_dir), dataset=Path(dataset_path), probe=config.latent.probe)
 
 
 def pretrain_evaluator_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
     """Fit and register the importance evaluator on a collected dataset; ``out_dir`` gets evaluator.pt."""
-    from frugalrl.pivot.pretrain import pretrain_evaluator
-
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     return pretrain_evaluator(config, Path(out_dir), dataset=Path(dataset_path))
 
@@ -66,8 +67,6 @@ def peft_compare_step(
 ) -> dict[str, Any]:
     """The PEFT comparison from the trained source run ``base_run_dir``; ``out_dir/best`` is the best
     adapted policy, a run directory the evaluate and register steps read like any other."""
-    from frugalrl.peft.compare import compare
-
     config = config_from_yaml_text(config_yaml, [*overrides, f"peft.source={base_run_dir}"], source="pipeline config")
     return compare(config, Path(out_dir), pipeline_run_id=pipeline_run_id)
 
@@ -92,8 +91,6 @@ def train_distributed_step(
     import re
 
     import mlflow
-
-    from frugalrl.fusion.jobs import distributed_manifest, submit_job
 
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     name = re.sub(r"[^a-z0-9-]", "-", f"{config.name}-{pipeline_run_id}".lower())[:63].strip("-")
@@ -137,6 +134,7 @@ def tune_step(
     config_yaml: str, overrides: list[str], out_dir: str, worker: int, pipeline_run_id: str = "none"
 ) -> dict[str, Any]:
     """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``)."""
+    # why here: optuna, which only the tuning steps need
     from frugalrl.tuning import tune
 
     config = _study_per_pipeline_run(config_yaml, overrides, pipeline_run_id)
@@ -145,6 +143,7 @@ def tune_step(
 
 def tune_best_step(config_yaml: str, overrides: list[str], pipeline_run_id: str = "none") -> list[str]:
     """The best finished trial's overrides, read back from the shared study."""
+    # why here: optuna, which only the tuning steps need
     from frugalrl.tuning import best_overrides
 
     return best_overrides(_study_per_pipeline_run(config_yaml, overrides, pipeline_run_id))
@@ -152,9 +151,6 @@ def tune_best_step(config_yaml: str, overrides: list[str], pipeline_run_id: str 
 
 def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = True) -> dict[str, Any]:
     """Evaluate the policy of a run directory over fixed seeds."""
-    from frugalrl.evaluation import evaluate_policy
-    from frugalrl.policy_store import load_policy_file
-
     policy, config = load_policy_file(Path(run_dir))
     result = evaluate_policy(policy, config.env, episodes, seed, deterministic)
     return {"env_id": config.env.id, **result.metrics(), "returns": result.returns}
@@ -166,9 +162,6 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     ``eval_returns`` are the per-episode returns of the evaluation over seeds ``eval_seed + i``;
     the gate (``promotion`` in the run's config) compares them with the champion's on the same seeds.
     """
-    from frugalrl.config import load_config
-    from frugalrl.errors import TrackingError
-
     summary = json.loads((Path(run_dir) / "summary.json").read_text())
     model_uri, run_id = summary.get("model_uri"), summary.get("mlflow_run_id")
     if not model_uri or not run_id:
@@ -178,7 +171,6 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
     lineage = {"frugalrl.config_hash": summary["config_hash"], "frugalrl.git_commit": summary["git_commit"]}
     lineage.update(pretrained_inputs(config))  # which encoder / evaluator trained this policy
     lineage.update(summary.get("lineage", {}))  # e.g. an adapted policy's source policy and PEFT method
-    from frugalrl.evaluation import random_policy_returns, scoring_protocol
 
     # The task's floor on the same seeds: what a first version must beat, and a scale for every score.
     random = random_policy_returns(config.env, len(eval_returns), eval_seed).returns
@@ -200,8 +192,6 @@ def report_step(branches: list[dict[str, Any]], out_html: str) -> dict[str, Any]
     A branch is ``{"runs": {label: run_dir}, "decisions": [markdown], "peft_dir": dir, "title": str}``;
     all but ``runs`` are optional (the title defaults to the task and its techniques).
     """
-    from frugalrl.report import Branch, RunInput, build_report
-
     sections, recorded = [], []
     for spec in branches:
         inputs = [RunInput(label, Path(path)) for label, path in spec["runs"].items()]
@@ -241,9 +231,6 @@ def branch_title(runs: list[Any], peft_dir: Path | None = None) -> str:
 
 def record_videos(runs: list[Any], out_dir: Path, seed: int = 10_000) -> list[tuple[Any, str, Path | str]]:
     """(run, caption, GIF or the one-line reason there is none) for each run that holds a policy."""
-    from frugalrl.policy_store import load_policy_file
-    from frugalrl.video import record_episode
-
     videos: list[tuple[Any, str, Path | str]] = []
     for run in runs:
         if not (run.directory / "policy.pt").is_file():

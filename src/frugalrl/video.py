@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from frugalrl.config import EnvConfig
+from frugalrl.envs.dynamics import apply_dynamics
 from frugalrl.envs.registry import is_atari
 from frugalrl.errors import FrugalError
 from frugalrl.nets.policy import ExportedPolicy
@@ -100,7 +101,6 @@ def _render_env(config: EnvConfig, width: int = 320) -> tuple[Any, Any]:
             max_num_frames_per_episode=atari.max_episode_steps, **config.kwargs,
         )  # fmt: skip
         return _AtariAgentView(env, atari), np.asarray
-    from frugalrl.envs.dynamics import apply_dynamics
 
     size: dict[str, int] = {}
     if _is_mujoco(config.id):

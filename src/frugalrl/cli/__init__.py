@@ -2,8 +2,9 @@
 
 ``root`` holds the typer app, the order commands are listed in and ``main`` (every user error one
 line and exit code 2, Ctrl-C 130); ``training``, ``pretrain``, ``configs``, ``pipeline``, ``peft``,
-``jobs``, ``image``, ``latent`` and ``ops`` hold the commands. Modules import typer and
-``frugalrl.errors`` only: each command imports the library it calls, so ``frugalrl --help`` starts
+``jobs``, ``image``, ``latent`` and ``ops`` hold the commands. Modules import typer,
+``frugalrl.errors`` and stdlib-only modules (``frugalrl.images``) at module level: each command imports
+the library it calls (a ``# why here:`` comment says what that defers), so ``frugalrl --help`` starts
 without torch or pydantic.
 """
 

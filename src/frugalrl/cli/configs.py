@@ -14,6 +14,7 @@ config_app = typer.Typer(no_args_is_help=True, help="Experiment configs.")
 @config_app.command("validate")
 def config_validate(file: Path, overrides: SetOption = None) -> None:
     """Validate an experiment file and make its env once; prints the resolved config hash on success."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.config import load_config
     from frugalrl.envs.factory import check_env
     from frugalrl.evaluation import protocol_note
@@ -28,6 +29,7 @@ def config_validate(file: Path, overrides: SetOption = None) -> None:
 @config_app.command("show")
 def config_show(file: Path, overrides: SetOption = None) -> None:
     """Print the resolved config (defaults filled in, overrides applied)."""
+    # why here: pydantic; frugalrl --help starts without it
     from frugalrl.config import load_config
 
     typer.echo(load_config(file, overrides or []).to_yaml(), nl=False)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from frugalrl.cli.pipeline import _pipelines
+from frugalrl.images import build_image, push_image
 
 image_app = typer.Typer(no_args_is_help=True, help="The step image: build it from this checkout, push it.")
 
@@ -25,8 +26,6 @@ def image_build(
     ] = None,
 ) -> None:
     """Build the step image from this checkout, tagged frugalrl:<version>-<commit>, through the Docker daemon."""
-    from frugalrl.images import build_image
-
     record = build_image(_checkout(), flavor, base, torch_spec, pip_cert, progress=typer.echo)
     size = f"{record.size_bytes / 1e9:.2f} GB"
     typer.echo(f"built {record.tag} ({record.image_id[:19]}, {size}) in {record.build_s:.0f} s")
@@ -39,8 +38,6 @@ def image_push(
     flavor: Annotated[str, typer.Option("--flavor", help="Which build to push: cpu or cuda.")] = "cpu",
 ) -> None:
     """Push the last build to a registry; compiled pipelines then name it by digest."""
-    from frugalrl.images import push_image
-
     record = push_image(_checkout(), registry, flavor, progress=typer.echo)
     typer.echo(f"pushed: {record.pinned}")
 

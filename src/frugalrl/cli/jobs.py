@@ -37,6 +37,7 @@ def _write_manifest(manifest: dict, kind: str, out: Path | None) -> None:
 
 def _validate_file(file: Path, kind: str, validate: Any) -> None:
     """Validate every document of a manifest file as ``kind``; one line with the first problem."""
+    # why here: pydantic; frugalrl --help starts without it
     import yaml
 
     from frugalrl.config import read_text_file
@@ -74,6 +75,7 @@ def trainjob_render(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="YAML file (default: stdout).")] = None,
 ) -> None:
     """Render (and validate) the TrainJob for multi-worker training on the GPU node pool."""
+    # why here: torch, pydantic; frugalrl --help starts without them
     from frugalrl.fusion import trainjob
 
     _manifest_out(out)
@@ -88,6 +90,7 @@ def trainjob_render(
 @trainjob_app.command("validate")
 def trainjob_validate(file: Path) -> None:
     """Validate a TrainJob manifest (the Trainer API's fields, 2+ nodes, image by digest, torchrun); exit 2 if not."""
+    # why here: torch, pydantic; frugalrl --help starts without them
     from frugalrl.fusion.trainjob import validate_trainjob
 
     _validate_file(file, "TrainJob", validate_trainjob)
@@ -102,6 +105,7 @@ def pytorchjob_render(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="YAML file (default: stdout).")] = None,
 ) -> None:
     """Render (and validate) the legacy PyTorchJob for multi-worker training on the GPU node pool."""
+    # why here: torch, pydantic; frugalrl --help starts without them
     from frugalrl.fusion.pytorchjob import pytorchjob_manifest, validate_manifest
     from frugalrl.fusion.trainjob import GPU_POOL_SELECTOR, GPU_TOLERATIONS
 
@@ -116,6 +120,7 @@ def pytorchjob_render(
 @pytorchjob_app.command("validate")
 def pytorchjob_validate(file: Path) -> None:
     """Validate a PyTorchJob manifest (its fields and every pod template); exit 2 with the first problem."""
+    # why here: torch, pydantic; frugalrl --help starts without them
     from frugalrl.fusion.pytorchjob import validate_manifest
 
     _validate_file(file, "PyTorchJob", validate_manifest)

@@ -12,6 +12,7 @@ from frugalrl.errors import FrugalError
 
 
 def _latent_config(encoder: str, env_id: str) -> tuple:  # noqa: ANN202 - (LatentModels, ExperimentConfig)
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.config import validate_config
     from frugalrl.envs.registry import is_atari
     from frugalrl.latent.store import load_latent
@@ -38,6 +39,7 @@ def probe_latent_command(
     mlflow: Annotated[bool, typer.Option(help="Log the figures to an MLflow run.")] = True,
 ) -> None:
     """Held-out R^2 of linear and MLP probes from the latent to RAM-annotated positions."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.checkpoint import atomic_write_bytes
     from frugalrl.latent.probe import PROBE_LABELS, probe_latent
 
@@ -63,6 +65,7 @@ def visualize_latent_command(
     mlflow: Annotated[bool, typer.Option(help="Log the picture to an MLflow run.")] = True,
 ) -> None:
     """Frames beside their reconstructions (with PSNR) and a 2-D projection of the latents."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.latent.visualize import visualize_latent
 
     models, config = _latent_config(encoder, env)
@@ -74,6 +77,7 @@ def visualize_latent_command(
 
 def _log_latent_files(config: object, encoder: str, name: str, files: list[Path], metrics: dict) -> None:
     """One MLflow run holding an encoder's probe figures or picture, tagged with the encoder it describes."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     import mlflow
 
     from frugalrl.tracking.runs import RunTracker

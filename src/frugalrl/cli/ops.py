@@ -19,6 +19,7 @@ def audit(
     """Re-run a tracked run on its recorded commit and config; exit 0 if its metrics reproduce, 1 if not.
 
     The re-run's image digest is this process's FRUGALRL_IMAGE_DIGEST (unknown outside the step image)."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.audit import audit as run_audit
 
     result = run_audit(run_id, repo, keep=keep, allow_image_change=allow_image_change)
@@ -34,6 +35,7 @@ def check(
     benchmark_mode: Annotated[bool, typer.Option("--benchmark-mode", help="Add a short hardware probe.")] = False,
 ) -> None:
     """What works on this machine: torch, ALE, MuJoCo, Box2D, MLflow, kfp."""
+    # why here: numpy; frugalrl --help starts without it
     from frugalrl.doctor import print_report, run_checks
 
     results = run_checks(benchmark_mode)

@@ -24,6 +24,7 @@ def peft_compare_command(
     overrides: SetOption = None,
 ) -> None:
     """Fine-tune the source policy on every target with every method; write the comparison table."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.config import load_config
     from frugalrl.peft.compare import compare
 
@@ -39,6 +40,7 @@ def peft_apply_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the adapted policy.pt.")],
 ) -> None:
     """Load an adapter onto its base policy; writes OUT/policy.pt (loadable by evaluate)."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.peft.store import apply_adapter
     from frugalrl.policy_store import save_policy
 

@@ -28,6 +28,7 @@ def pretrain_evaluator_command(
     overrides: SetOption = None,
 ) -> None:
     """Pretrain the PivotRL importance evaluator on labelled baseline-PPO rollouts."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.config import load_config
     from frugalrl.envs.factory import check_env
     from frugalrl.pivot.pretrain import pretrain_evaluator
@@ -60,6 +61,7 @@ def pretrain_encoder_command(
     With several --games, one encoder trains on frames of all of them, with a world-model head per
     game; it registers once, as atari-encoder, and runs use it by URI (latent.encoder_from).
     """
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.config import load_config
     from frugalrl.envs.registry import is_atari
     from frugalrl.latent.pretrain import pretrain_encoder

@@ -25,6 +25,7 @@ def train(
     overrides: SetOption = None,
 ) -> None:
     """Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.config import load_config
     from frugalrl.fusion.launch import train_on_workers, under_torchrun
     from frugalrl.train import train as run_training
@@ -73,6 +74,7 @@ def tune(
     overrides: SetOption = None,
 ) -> None:
     """Search the config's tuning.space with Optuna; several workers may share one study (OPTUNA_STORAGE)."""
+    # why here: torch, pydantic, gymnasium, optuna; frugalrl --help starts without them
     from frugalrl.config import load_config
     from frugalrl.tuning import tune as run_tuning
 
@@ -95,7 +97,8 @@ def evaluate(
     ] = None,
 ) -> None:
     """Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."""
-    from frugalrl.config import EnvConfig
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
+    from frugalrl.config import EnvConfig, validate_config
     from frugalrl.evaluation import evaluate_policy
     from frugalrl.policy_store import load_policy
 
@@ -103,8 +106,6 @@ def evaluate(
     saved = EnvConfig.saved(policy.spec["env"])
     env_config = EnvConfig.model_validate(saved)
     if env is not None:
-        from frugalrl.config import validate_config
-
         env_config = validate_config({"env": {**saved, "id": env}}, source="--env").env
         _same_spaces(EnvConfig.model_validate(saved), env_config)
     result = evaluate_policy(policy, env_config, episodes, seed, deterministic=not stochastic)
@@ -116,6 +117,7 @@ def evaluate(
             f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)"
         )
     if video is not None:
+        # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
         from frugalrl.video import record_episode
 
         recorded = record_episode(policy, env_config, video, seed=seed)
@@ -128,6 +130,7 @@ def evaluate(
 
 def _same_spaces(trained: Any, other: Any) -> None:
     """Refuse ``evaluate --env`` on an env whose observations or actions the policy cannot take."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.envs.factory import env_spaces
 
     (obs_a, act_a), (obs_b, act_b) = env_spaces(trained), env_spaces(other)
@@ -145,6 +148,7 @@ def _same_spaces(trained: Any, other: Any) -> None:
 
 def sync(run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of train).")]) -> None:
     """Send what a run kept while its MLflow store was away; mark a run that was killed KILLED."""
+    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
     from frugalrl.tracking.offline import sync_run_dir
 
     typer.echo(sync_run_dir(run_dir))

@@ -32,7 +32,7 @@ class _Strict(BaseModel):
 
 
 def _registered_env(value: str) -> str:
-    # why here: frugalrl.envs' package imports this one (a cycle at module level), and gymnasium is slow to load
+    # why here: gymnasium, slow to load, and the config package imports nothing above it (test_imports.py)
     from frugalrl.envs.registry import known_env_ids, validate_env_id
 
     if not validate_env_id(value):

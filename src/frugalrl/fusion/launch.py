@@ -24,6 +24,7 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import FrugalError
 from frugalrl.fusion.sync import GradientFusion, make_fusion
+from frugalrl.fusion.trainjob import torchrun_command
 
 
 def under_torchrun() -> bool:
@@ -97,8 +98,6 @@ def close_distributed() -> None:
 
 def torchrun(argv: list[str], workers: int) -> int:
     """Run ``frugalrl train ARGV`` as ``workers`` torchrun workers on this machine; their exit code."""
-    from frugalrl.fusion.trainjob import torchrun_command  # the one entry point, here and on a cluster
-
     command = torchrun_command(argv, python=sys.executable, nproc_per_node=workers, standalone=True)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     return subprocess.run(command, env=env).returncode

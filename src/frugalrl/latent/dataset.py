@@ -29,6 +29,7 @@ from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.envs.atari_frames import AtariFrameReader
 from frugalrl.errors import CheckpointError
+from frugalrl.policy_store import load_policy
 
 if TYPE_CHECKING:
     from frugalrl.nets.policy import ExportedPolicy
@@ -121,7 +122,6 @@ def _behaviour_policy(config: ExperimentConfig) -> ExportedPolicy | None:
     behaviour = config.latent.behaviour
     if behaviour == "random":
         return None
-    from frugalrl.policy_store import load_policy
 
     policy = load_policy(behaviour)
     trained_on = policy.spec.get("env", {}).get("id")

@@ -32,7 +32,7 @@ from frugalrl.checkpoint import atomic_write_bytes
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.envs.registry import ale_game_name
-from frugalrl.errors import ConfigError
+from frugalrl.errors import ConfigError, TrackingError
 from frugalrl.latent.dataset import FrameDataset, collect_frames, load_dataset
 from frugalrl.latent.encoder import FrameDecoder, FrameEncoder, motion_mask
 from frugalrl.latent.multigame import check_games, collect_games, game_config, save_games
@@ -40,6 +40,8 @@ from frugalrl.latent.probe import PROBE_LABELS, probe_latent
 from frugalrl.latent.store import LatentModels, save_latent
 from frugalrl.latent.world_model import LatentWorldModel, reward_class
 from frugalrl.latent.world_model_fit import TransitionSampler, fit_world_model, heldout_metrics
+from frugalrl.tracking.registry import log_and_register
+from frugalrl.tracking.store import check_tracking
 
 
 def use_bf16(mode: str, device: torch.device) -> bool:
@@ -272,9 +274,6 @@ def _ceiling_in_mlflow(key: str) -> dict[str, float] | None:
     """The probe ceiling of an earlier encoder run on the same frames (tag ``frugalrl.probe.ceiling_key``)."""
     import mlflow
 
-    from frugalrl.errors import TrackingError
-    from frugalrl.tracking.store import check_tracking
-
     try:
         mlflow.set_tracking_uri(check_tracking())
         runs = mlflow.search_runs(
@@ -290,8 +289,6 @@ def _ceiling_in_mlflow(key: str) -> dict[str, float] | None:
 def _log_encoder(config: ExperimentConfig, out: Path, models: LatentModels, summary: dict) -> dict:
     """MLflow run with the metrics and files; registers ``<game>-encoder``, or ``atari-encoder`` for several
     games (score: the ball probe R^2, the mean over probed games, or the PSNR when the probe was skipped)."""
-    from frugalrl.tracking.registry import log_and_register
-
     key, name = ("ball_r2_mlp", "ball_probe_r2") if "ball_r2_mlp" in summary else ("psnr_db", "psnr_db")
     files = [out / "metrics.json", out / "encoder.pt"]
     encoder = models.encoder

@@ -18,9 +18,13 @@ from typing import Any
 
 from torch import nn
 
+from frugalrl.algos.sac import build_sac_actor
 from frugalrl.config import ExperimentConfig
 from frugalrl.errors import CheckpointError
+from frugalrl.latent.encoder import FrameEncoder
+from frugalrl.latent.envs import latent_space
 from frugalrl.nets.policy import build_actor_critic
+from frugalrl.nets.qnet import build_q_network
 
 
 @dataclass
@@ -67,9 +71,6 @@ def build_policy(config: ExperimentConfig, obs_space: Any, act_space: Any) -> Po
 
 def _latent(parts: PolicyParts) -> None:
     """The policy acts on the latent of the encoder saved with it."""
-    from frugalrl.latent.encoder import FrameEncoder
-    from frugalrl.latent.envs import latent_space
-
     atari, latent_dim = parts.config.env.atari, parts.config.latent.latent_dim
     parts.encoder = FrameEncoder(atari.stack_num, atari.img_size, latent_dim)
     parts.obs_space = latent_space(latent_dim)
@@ -80,14 +81,10 @@ def _actor_critic(parts: PolicyParts) -> None:
 
 
 def _q_network(parts: PolicyParts) -> None:
-    from frugalrl.nets.qnet import build_q_network
-
     parts.network = build_q_network(parts.obs_space, parts.act_space, parts.config.policy)
 
 
 def _sac_actor(parts: PolicyParts) -> None:
-    from frugalrl.algos.sac import build_sac_actor  # the learner's module: loaded only for SAC policies
-
     parts.network = build_sac_actor(parts.obs_space, parts.act_space, parts.config)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from frugalrl.checkpoint import load_checkpoint
 from frugalrl.config import ExperimentConfig, load_config
+from frugalrl.cost import CostMeter
 from frugalrl.errors import ConfigError, TrackingError
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.registry import registry_client
@@ -77,8 +78,6 @@ def load_source(uri: str) -> SourceRun:
         summary = json.loads((directory / "summary.json").read_text())
     train_flops = summary.get("train_flops")
     if train_flops is None and "meter" in checkpoint:  # a run stopped early: its checkpoint's meter knows
-        from frugalrl.cost import CostMeter
-
         meter = CostMeter()
         meter.load_state_dict(checkpoint["meter"])
         train_flops = meter.train_flops

@@ -20,6 +20,7 @@ from frugalrl.config import AdapterSpec, ExperimentConfig
 from frugalrl.errors import CheckpointError
 from frugalrl.nets.builders import PolicyParts, register_builder
 from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.peft.finetune import ACTOR_HEADS
 from frugalrl.peft.methods import adapt
 from frugalrl.peft.source import run_directory
 from frugalrl.policy_store import load_policy_file
@@ -79,7 +80,6 @@ def adapter_heads(config: ExperimentConfig) -> list[str]:
     """The output layers the methods treat as heads, for the network ``config`` builds."""
     if config.algo != "sac":
         raise CheckpointError(f"PEFT adapters are built for SAC policies; this policy is {config.algo}")
-    from frugalrl.peft.finetune import ACTOR_HEADS
 
     return ACTOR_HEADS
 

@@ -35,6 +35,7 @@ from frugalrl.pivot.labels import compute_labels, rank_normalize, spearman
 from frugalrl.pivot.scheduler import fit_evaluator
 from frugalrl.run_setup import RunSetup
 from frugalrl.selection import AllSamples, RolloutBatch
+from frugalrl.tracking.registry import log_and_register
 
 LABEL_KINDS = ("policy_gradient", "advantage", "grad_norm")
 
@@ -217,8 +218,6 @@ def pretrain_evaluator(config: ExperimentConfig, out_dir: Path, dataset: Path | 
 
 def _log_evaluator(config: ExperimentConfig, out: Path, evaluator: ImportanceEvaluator, summary: dict) -> dict:
     """MLflow run with the metrics and files; registers ``<task>-evaluator`` (score: held-out Spearman)."""
-    from frugalrl.tracking.registry import log_and_register
-
     files = [out / "metrics.json", out / "evaluator.pt"]
     run_name = f"{config.name}-evaluator"
     example = np.zeros((1, *evaluator.obs_shape), dtype=np.uint8 if evaluator.pixels else np.float32)

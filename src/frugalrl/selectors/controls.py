@@ -21,6 +21,7 @@ class KeepFraction(BaseModel):  # selection.settings of the two controls
 
 @SELECTORS.register("all")
 def all_samples(context: SelectorContext) -> SampleSelector:
+    # why here: selection loads torch, and config validation imports this module for the kinds' settings
     from frugalrl.selection import AllSamples
 
     return AllSamples(context.device)
@@ -28,6 +29,7 @@ def all_samples(context: SelectorContext) -> SampleSelector:
 
 @SELECTORS.register("random", settings=KeepFraction)
 def random_skip(context: SelectorContext) -> SampleSelector:
+    # why here: selection loads torch, and config validation imports this module for the kinds' settings
     from frugalrl.selection import RandomSkip
 
     return RandomSkip(context.settings.keep_fraction, context.config.selection.packing, context.device)
@@ -35,6 +37,7 @@ def random_skip(context: SelectorContext) -> SampleSelector:
 
 @SELECTORS.register("epochs", settings=KeepFraction)
 def fewer_epochs(context: SelectorContext) -> SampleSelector:
+    # why here: selection loads torch, and config validation imports this module for the kinds' settings
     from frugalrl.selection import FewerEpochs
 
     return FewerEpochs(context.settings.keep_fraction, context.device)

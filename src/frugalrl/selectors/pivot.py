@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 @SELECTORS.register("pivot", settings=PivotConfig)
 def importance(context: SelectorContext) -> SampleSelector:
-    # imported here: the evaluator pulls in the networks, and config validation lists kinds only
+    # why here: the evaluator pulls in the networks (torch), and config validation imports this module for the settings
     from frugalrl.pivot import ImportanceSelector, initial_evaluator
 
     pivot: PivotConfig = context.settings

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+import frugalrl
+
 
 def log_policy_model(policy: Any, input_example: np.ndarray) -> str:
     """The policy as an MLflow PyTorch model of the active run; its URI.
@@ -16,8 +18,6 @@ def log_policy_model(policy: Any, input_example: np.ndarray) -> str:
     import cloudpickle
     import mlflow.pytorch
     import torch
-
-    import frugalrl
 
     # Pickle format and explicit requirements: skips torch.export and a slow
     # requirements-inference subprocess (together ~10 s per run on a small CPU).
