@@ -1,4 +1,4 @@
-"""Component ``collect_rollouts``: pretraining data as a Dataset (game frames, or labelled PPO rollouts)."""
+"""Component ``collect_rollouts``: a pretraining stage's data as a Dataset (game frames, labelled PPO rollouts, ...)."""
 
 from kfp import dsl
 from kfp.dsl import Dataset, Output
@@ -7,11 +7,11 @@ from components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
-def collect_rollouts(config_yaml: str, overrides: list, dataset: Output[Dataset]):
-    """Collect with ``frugalrl.steps.collect_step`` (what the config enables); the Dataset is an npz file."""
+def collect_rollouts(config_yaml: str, overrides: list, stage: str, dataset: Output[Dataset]):
+    """Collect with ``frugalrl.steps.collect_step`` for pretraining stage ``stage``; the Dataset is an npz file."""
     from frugalrl.steps import collect_step
 
-    info = collect_step(config_yaml, [str(o) for o in overrides], dataset.path)
+    info = collect_step(config_yaml, [str(o) for o in overrides], dataset.path, stage)
     dataset.metadata.update(
         {"sha256": info["sha256"], "samples": info["samples"], "env_id": info["env_id"], "kind": info["kind"]}
     )

@@ -13,20 +13,20 @@ def train(
     pipeline_run_id: str,
     model: Output[Model],
     metrics: Output[Metrics],
-    evaluator: Input[Model] = None,
+    pretrained: Input[Model] = None,
+    stage: str = "",
     tuned: list = [],  # noqa: B006 - KFP needs a literal default
 ):
     """Train a policy with ``frugalrl.steps.train_step``; the Model artifact is the run directory.
 
-    ``evaluator``: a pretrained importance evaluator (PivotRL), when the config enables it.
+    ``pretrained``: what pretraining stage ``stage`` produced; the library points the config at it.
     ``tuned``: the best trial's overrides from the ``tune`` stage, applied last.
     """
-    from frugalrl.steps import train_step
+    from frugalrl.steps import train_step, training_metrics
 
     overrides = [str(o) for o in overrides] + [str(o) for o in tuned]
-    if evaluator is not None:
-        overrides.append(f"pivot.evaluator_from={evaluator.path}")
-    summary = train_step(config_yaml, overrides, model.path, pipeline_run_id)
+    path = pretrained.path if pretrained is not None else ""
+    summary = train_step(config_yaml, overrides, model.path, pipeline_run_id, pretrained=path, stage=stage)
     model.metadata.update(
         {
             "env_id": summary["env_id"],
@@ -35,5 +35,5 @@ def train(
             "config_hash": summary["config_hash"],
         }
     )
-    for key in ("eval_mean", "eval_std", "eval_iqm", "real_env_steps", "train_flops", "wall_s", "peak_rss_mb"):
-        metrics.log_metric(key, float(summary[key]))
+    for key, value in training_metrics(summary).items():
+        metrics.log_metric(key, value)

@@ -13,19 +13,19 @@ def tune_worker(
     worker: int,
     pipeline_run_id: str,
     metrics: Output[Metrics],
-    evaluator: Input[Model] = None,
+    pretrained: Input[Model] = None,
+    stage: str = "",
 ):
     """Run ``frugalrl.steps.tune_step``: this worker's trials of the shared study (``OPTUNA_STORAGE``),
-    one study per pipeline run. ``evaluator``: the pretrained importance evaluator every trial starts
-    from, as the tuned training will (PivotRL)."""
+    one study per pipeline run. ``pretrained``: what pretraining stage ``stage`` produced, which every
+    trial starts from, as the tuned training will."""
     import tempfile
 
     from frugalrl.steps import tune_step
 
-    overrides = [str(o) for o in overrides]
-    if evaluator is not None:
-        overrides.append(f"pivot.evaluator_from={evaluator.path}")
-    result = tune_step(config_yaml, overrides, tempfile.mkdtemp(prefix="tune-"), worker, pipeline_run_id)
+    path = pretrained.path if pretrained is not None else ""
+    result = tune_step(config_yaml, [str(o) for o in overrides], tempfile.mkdtemp(prefix="tune-"), worker,
+                       pipeline_run_id, pretrained=path, stage=stage)  # fmt: skip
     metrics.log_metric("best_value", float(result["best_value"]))
     for state, count in result["trials"].items():
         metrics.log_metric(f"trials_{state}", float(count))

@@ -36,13 +36,16 @@ def stage_names(pipeline: Any) -> tuple[dict[str, str], int]:
     spec = pipeline.pipeline_spec
     names: dict[str, str] = {}
 
-    def walk(dag: Any) -> None:
+    def walk(dag: Any, nested: bool = False) -> None:
         for task_name, task in dag.tasks.items():
             component = spec.components[task.component_ref.name]
-            if component.WhichOneof("implementation") == "dag":  # a loop or condition: its tasks run
-                walk(component.dag)
+            if component.WhichOneof("implementation") == "dag":  # a loop, condition or sub-pipeline: its tasks run
+                walk(component.dag, nested=True)
             else:
-                names[task_name] = task.task_info.name or task_name
+                # a sub-pipeline used twice holds the same task names; kfp.local runs each under its
+                # component's unique name (evaluate, evaluate-2, ...), so that is the name it is shown by
+                key = task.component_ref.name.removeprefix("comp-") if nested else task_name
+                names[key] = task.task_info.name or task_name
 
     walk(spec.root.dag)
     return names, len(names)

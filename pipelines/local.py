@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components import FRUGALRL_IMAGE
 from kfp import compiler, local
 
 from frugalrl.config import load_config
 from frugalrl.credentials import redact_text, shown
 from frugalrl.errors import PipelineFailed
+from frugalrl.images import DEFAULT_IMAGE
 from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
 from pipelines.console import StageConsole, stage_names
 from pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image
@@ -53,7 +53,7 @@ def image_line(image: str | None, profile: str | None = None) -> str:
         flavor = "cuda" if load_profile(profile).gpu else "cpu"
     resolved = resolve_image(image, flavor)
     if resolved is None:
-        return (f"image: {FRUGALRL_IMAGE}, not pinned (no {flavor} image built here: `frugalrl image build`, "
+        return (f"image: {DEFAULT_IMAGE}, not pinned (no {flavor} image built here: `frugalrl image build`, "
                 "`frugalrl image push --registry HOST:PORT`, or --image REF)")  # fmt: skip
     reference, _, source = resolved
     pinned = "" if "@sha256:" in reference else "; not a digest: push it (`frugalrl image push`) to pin it"

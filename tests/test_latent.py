@@ -384,18 +384,18 @@ def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
 @pytest.mark.slow
 def test_local_latent_pipeline_steps_chain(tmp_path):
     """collect -> pretrain encoder -> curriculum train, as the components call them (no KFP)."""
-    from frugalrl.steps import collect_step, pretrain_encoder_step, train_step
+    from frugalrl.steps import collect_step, pretrain_step, train_step
 
     config = breakout()
     text = json.dumps({**config.to_dict(), "tracking": {"enabled": True, "experiment": "t", "log_model": True}})
     info = collect_step(text, [], str(tmp_path / "frames.npz"))
     assert info["kind"] == "frames" and len(info["sha256"]) == 64
-    summary = pretrain_encoder_step(  # the probe is tested on its own; here it would be most of the time
+    summary = pretrain_step(  # the probe is tested on its own; here it would be most of the time
         text, ["latent.pretrain_updates=2", "latent.probe=false"], str(tmp_path / "frames.npz"), str(tmp_path / "enc")
     )
     assert summary["dataset_sha256"] == info["sha256"]
     assert summary["registered_model"] == "breakout-encoder"
-    run = train_step(text, [f"latent.encoder_from={tmp_path / 'enc'}"], str(tmp_path / "run"))
+    run = train_step(text, [], str(tmp_path / "run"), pretrained=str(tmp_path / "enc"))  # latent.encoder_from
     assert "encoder and world model from" in run["encoder_note"] and run["model_uri"]
 
 

@@ -20,9 +20,10 @@ def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
     ir = yaml.safe_load(output.read_text())
     assert ir["pipelineInfo"]["name"] == "frugalrl-train"
     tasks = ir["root"]["dag"]["tasks"]
-    assert set(tasks) == {"train", "evaluate", "register"}
-    assert tasks["evaluate"]["dependentTasks"] == ["train"]
-    assert sorted(tasks["register"]["dependentTasks"]) == ["evaluate", "train"]
+    assert set(tasks) == {"train", "evaluate-and-register"}
+    assert tasks["evaluate-and-register"]["dependentTasks"] == ["train"]
+    inner = ir["components"][tasks["evaluate-and-register"]["componentRef"]["name"]]["dag"]["tasks"]
+    assert sorted(inner["register"]["dependentTasks"]) == ["evaluate"]  # the gate reads the evaluation
     train_outputs = ir["components"]["comp-train"]["outputDefinitions"]["artifacts"]
     assert train_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
     assert train_outputs["metrics"]["artifactType"]["schemaTitle"] == "system.Metrics"

@@ -10,7 +10,7 @@ import yaml
 from frugalrl.cli import main
 from frugalrl.errors import ConfigError
 
-GPU_STAGES = {"pretrain-evaluator", "tune-worker", "train", "pretrain-encoder", "curriculum-train", "peft-compare"}
+GPU_STAGES = {"pretrain", "tune-worker", "train", "peft-compare"}  # every pretraining stage runs as `pretrain`
 
 
 def _compile(tmp_path, *args: str) -> tuple[dict, dict]:
@@ -50,16 +50,27 @@ def test_retries_on_training_and_caching_only_where_inputs_decide(tmp_path):
     ir, _ = _compile(tmp_path, "--profile", "full")
     tasks = ir["root"]["dag"]["tasks"]
     assert tasks["train"]["retryPolicy"]["maxRetryCount"] == 2
-    assert tasks["curriculum-train"]["retryPolicy"]["backoffFactor"] == 2.0
+    assert tasks["train-2"]["taskInfo"]["name"] == "curriculum training"
+    assert tasks["train-2"]["retryPolicy"]["backoffFactor"] == 2.0
+    assert tasks["train-2"]["inputs"]["artifacts"]["pretrained"]["taskOutputArtifact"]["producerTask"] == "pretrain-2"
     assert tasks["collect-rollouts"]["cachingOptions"]["enableCache"] is True
-    assert tasks["pretrain-encoder"]["cachingOptions"]["enableCache"] is True
-    for name in ("evaluate", "register", "tune-best"):
+    assert tasks["pretrain-2"]["cachingOptions"]["enableCache"] is True
+    assert tasks["pretrain-2"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "latent"
+    assert not tasks["tune-best"]["cachingOptions"].get("enableCache", False)
+    promotions = [name for name in tasks if name.startswith("evaluate-and-register")]
+    assert len(promotions) == 4  # one sub-pipeline per registered model: policy, latent, PEFT source and adapted
+    for name in promotions:
         assert not tasks[name]["cachingOptions"].get("enableCache", False), name
+        inner = ir["components"][tasks[name]["componentRef"]["name"]]["dag"]["tasks"]
+        assert set(inner) == {"evaluate", "register"}
+        assert not any(task["cachingOptions"].get("enableCache", False) for task in inner.values()), name
     loop = tasks["for-loop-2"]
     assert loop["parameterIterator"]["items"]["raw"] == "[0, 1, 2, 3]"  # four Optuna workers share one study
     assert "for-loop-2" in tasks["tune-best"]["dependentTasks"]
     assert tasks["train"]["inputs"]["parameters"]["tuned"]["taskOutputParameter"]["producerTask"] == "tune-best"
-    assert "pretrain-evaluator" in loop["dependentTasks"]  # every trial starts from the pretrained evaluator
+    assert "pretrain" in loop["dependentTasks"]  # every trial starts from the pretrained evaluator
+    assert tasks["pretrain"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "pivot"
+    assert tasks["train"]["inputs"]["artifacts"]["pretrained"]["taskOutputArtifact"]["producerTask"] == "pretrain"
 
 
 def test_peft_branch_registers_the_best_adapted_policy_through_the_gate(tmp_path):
@@ -68,13 +79,16 @@ def test_peft_branch_registers_the_best_adapted_policy_through_the_gate(tmp_path
     registered = {
         name: task["inputs"]["artifacts"]["model"]["taskOutputArtifact"]
         for name, task in tasks.items()
-        if name.startswith("register")
+        if name.startswith("evaluate-and-register")
     }
     adapted = [name for name, source in registered.items() if source["producerTask"] == "peft-compare"]
     assert len(adapted) == 1 and registered[adapted[0]]["outputArtifactKey"] == "best"
     gate = tasks[adapted[0]]["inputs"]["parameters"]
     assert gate["model_name"]["runtimeValue"]["constant"] == "halfcheetah-policy-adapted"
-    assert gate["eval_returns"]["taskOutputParameter"]["producerTask"] in tasks  # an evaluation of the same policy
+    inner = ir["components"][tasks[adapted[0]]["componentRef"]["name"]]["dag"]["tasks"]
+    # the gate reads an evaluation of the same policy, inside the sub-pipeline
+    assert inner["register"]["inputs"]["parameters"]["eval_returns"]["taskOutputParameter"]["producerTask"] == "evaluate"
+    assert inner["register"]["inputs"]["artifacts"]["model"] == inner["evaluate"]["inputs"]["artifacts"]["model"]
     assert "peft_promotion" in tasks["report"]["inputs"]["artifacts"]
 
 
@@ -88,7 +102,7 @@ def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_pa
                                       "model_name": "cartpole-policy"}}}))  # fmt: skip
     ir, _ = _compile(tmp_path, "--profile", str(custom))
     # no pivot, tune, latent or peft stage
-    assert set(ir["root"]["dag"]["tasks"]) == {"train", "evaluate", "register", "report"}
+    assert set(ir["root"]["dag"]["tasks"]) == {"train", "evaluate-and-register", "report"}
 
 
 def test_profile_stage_without_a_logged_model_is_a_clear_error(tmp_path):
@@ -155,7 +169,7 @@ def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):
     params = tasks["train-distributed"]["inputs"]["parameters"]
     assert params["node_selector"]["componentInputParameter"] == "gpu_node_selector"
     assert params["namespace"]["componentInputParameter"] == "training_namespace"
-    producer = tasks["evaluate"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]["producerTask"]
+    producer = tasks["evaluate-and-register"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]["producerTask"]
     assert producer == "train-distributed"
 
 

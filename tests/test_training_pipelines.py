@@ -1,5 +1,5 @@
-"""The training pipelines (one builder, three variants, and the PEFT pipeline) compile to the graphs they
-compiled to before the builder existed: ``golden/training_pipelines.json`` holds those graphs' shapes.
+"""The training pipelines (one builder, a pipeline per declared pretraining stage, and the PEFT pipeline)
+compile to the graphs ``golden/training_pipelines.json`` holds the shapes of.
 
 After an intended change to a pipeline, rewrite the golden file with
 ``PYTHONPATH=src:. python -m tests.test_training_pipelines`` and review its diff.
@@ -14,15 +14,9 @@ from typing import Any
 import pytest
 import yaml
 from kfp import compiler
-from pipelines.training import (
-    VARIANTS,
-    build_training_pipeline,
-    latent_training_pipeline,
-    peft_pipeline,
-    pipeline_for,
-    pivot_training_pipeline,
-    training_pipeline,
-)
+from pipelines.training import build_training_pipeline, peft_pipeline, pipeline_for, training_pipeline
+
+from frugalrl import pretraining
 
 GOLDEN = Path(__file__).parent / "golden" / "training_pipelines.json"
 KINDS = ("plain", "pivot", "latent", "peft")
@@ -71,14 +65,15 @@ def test_each_variant_compiles_to_its_golden_graph(kind, tmp_path):
     assert compiled_shape(pipeline_for(kind), tmp_path / f"{kind}.yaml") == golden[kind]
 
 
-def test_public_names_are_the_builders_pipelines(tmp_path):
-    assert set(VARIANTS) == {"plain", "pivot", "latent"}
-    named = {"plain": training_pipeline, "pivot": pivot_training_pipeline, "latent": latent_training_pipeline}
-    assert {kind: pipeline_for(kind) for kind in named} == named and pipeline_for("peft") is peft_pipeline
+def test_each_declared_stage_has_its_pipeline_built_once(tmp_path):
+    assert {"pivot", "latent"} <= set(pretraining.stages())
+    for kind in pretraining.stages():
+        assert pipeline_for(kind) is pipeline_for(kind) and pipeline_for(kind).name == f"frugalrl-train-{kind}"
+    assert pipeline_for("plain") is training_pipeline and pipeline_for("peft") is peft_pipeline
     assert pipeline_for("anything else") is training_pipeline  # as before: the plain graph
-    # a fresh build is the same graph as the module's object
-    fresh = compiled_shape(build_training_pipeline("pivot"), tmp_path / "fresh.yaml")
-    assert fresh == compiled_shape(pivot_training_pipeline, tmp_path / "named.yaml")
+    # a fresh build is the same graph as the one handed out
+    fresh = compiled_shape(build_training_pipeline(pretraining.stage("pivot")), tmp_path / "fresh.yaml")
+    assert fresh == compiled_shape(pipeline_for("pivot"), tmp_path / "named.yaml")
 
 
 if __name__ == "__main__":  # rewrite the golden file (see the module docstring)

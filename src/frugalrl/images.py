@@ -30,6 +30,9 @@ from frugalrl import __version__
 from frugalrl.errors import FrugalError
 from frugalrl.image_context import FLAVOR_PYTHON, git_output, local_wheels, pinned_versions, pip_setting, write_context
 
+# What every compiled step names until a compile or run pins another (``pipelines.containers.pinned_image``):
+# the tag ``docker build -f images/Dockerfile.cpu -t frugalrl:0.1.0-cpu .`` gives.
+DEFAULT_IMAGE = f"frugalrl:{__version__}-cpu"
 FLAVORS = {"cpu": "images/Dockerfile.cpu", "cuda": "images/Dockerfile.cuda"}
 DEFAULT_TORCH = "torch==2.13.0"
 RECORD_DIR = ".frugalrl"

@@ -11,15 +11,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from frugalrl import pretraining
 from frugalrl.config import ExperimentConfig, config_from_yaml_text, load_config
-from frugalrl.errors import FrugalError, PipelineFailed, TrackingError
+from frugalrl.errors import ConfigError, FrugalError, PipelineFailed, TrackingError
 from frugalrl.evaluation import evaluate_policy, random_policy_returns, scoring_protocol
 from frugalrl.fusion.jobs import distributed_manifest, submit_job
-from frugalrl.latent.dataset import collect_frames
-from frugalrl.latent.pretrain import pretrain_encoder
 from frugalrl.peft.compare import compare
-from frugalrl.pivot.pretrain import collect_dataset, pretrain_evaluator
 from frugalrl.policy_store import load_policy_file
+from frugalrl.pretraining import PretrainStage
 from frugalrl.report import Branch, RunInput, build_report
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
@@ -29,37 +28,69 @@ from frugalrl.train import train
 from frugalrl.video import record_episode
 
 
-def train_step(config_yaml: str, overrides: list[str], out_dir: str, pipeline_run_id: str = "none") -> dict[str, Any]:
-    """Train from config text; the run directory is ``out_dir``. Returns summary.json's content."""
+def _pretraining(config: ExperimentConfig, stage: str) -> PretrainStage:
+    """The stage named ``stage``, else the one the config needs (``frugalrl.pretraining``)."""
+    found = pretraining.stage(stage) if stage else pretraining.needed_by(config)
+    if found is None:
+        raise ConfigError(f"config {config.name} needs no pretraining stage; known: {', '.join(pretraining.stages())}")
+    return found
+
+
+def _with_pretrained(config_yaml: str, overrides: list[str], pretrained: str, stage: str) -> list[str]:
+    """``overrides`` and, with ``pretrained``, the stage's override pointing the config at it."""
+    if not pretrained:
+        return overrides
+    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    return [*overrides, _pretraining(config, stage).point_at(pretrained)]
+
+
+def train_step(
+    config_yaml: str,
+    overrides: list[str],
+    out_dir: str,
+    pipeline_run_id: str = "none",
+    pretrained: str = "",
+    stage: str = "",
+) -> dict[str, Any]:
+    """Train from config text; the run directory is ``out_dir``. Returns summary.json's content.
+
+    ``pretrained``: what pretraining stage ``stage`` produced (a directory); its declared override
+    points the run at it (``pivot.evaluator_from``, ``latent.encoder_from``), after ``overrides``."""
+    overrides = _with_pretrained(config_yaml, overrides, pretrained, stage)
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     return train(config, out_dir, interactive=False, pipeline_run_id=pipeline_run_id)
 
 
-def collect_step(config_yaml: str, overrides: list[str], dataset_path: str) -> dict[str, Any]:
-    """The pretraining data a config needs, saved as an npz dataset.
+# What a training step reports as metrics, where its summary has them (curriculum runs add stage<i>_steps).
+TRAINING_METRICS = ("eval_mean", "eval_std", "eval_iqm", "real_env_steps", "virtual_env_steps", "train_flops",
+                    "wall_s", "peak_rss_mb")  # fmt: skip
 
-    Latent curriculum (``latent.enabled``): game frames with actions, rewards and RAM.
-    PivotRL: baseline-PPO rollouts with importance labels.
-    """
+
+def training_metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """The numbers of a training summary a pipeline shows beside the run (KFP Metrics)."""
+    picked = {key: summary[key] for key in TRAINING_METRICS if summary.get(key) is not None}
+    picked.update({k: v for k, v in summary.items() if k.startswith("stage") and k.endswith("_steps")})
+    return {key: float(value) for key, value in picked.items()}
+
+
+def collect_step(config_yaml: str, overrides: list[str], dataset_path: str, stage: str = "") -> dict[str, Any]:
+    """The data pretraining stage ``stage`` (default: the one the config needs) trains on, saved at
+    ``dataset_path``: e.g. game frames for the latent curriculum, labelled PPO rollouts for PivotRL."""
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    if config.latent.enabled:
-        data = collect_frames(config)
-        sha = data.save(Path(dataset_path))
-        return {"sha256": sha, "samples": len(data), "env_id": config.env.id, "kind": "frames"}
-
-    return {**collect_dataset(config, Path(dataset_path)), "kind": "labelled_rollouts"}
+    return pretraining.collect(_pretraining(config, stage), config, Path(dataset_path))
 
 
-def pretrain_encoder_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
-    """Train, probe and register the frame encoder and latent world model; ``out_dir`` gets encoder.pt."""
+def pretrain_step(
+    config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str, stage: str = ""
+) -> dict[str, Any]:
+    """Train (and register) what stage ``stage`` produces on a collected dataset; ``out_dir`` holds it.
+
+    The summary gains ``metrics``: the numbers the stage declares worth showing, where present."""
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    return pretrain_encoder(config, Path(out_dir), dataset=Path(dataset_path), probe=config.latent.probe)
-
-
-def pretrain_evaluator_step(config_yaml: str, overrides: list[str], dataset_path: str, out_dir: str) -> dict[str, Any]:
-    """Fit and register the importance evaluator on a collected dataset; ``out_dir`` gets evaluator.pt."""
-    config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
-    return pretrain_evaluator(config, Path(out_dir), dataset=Path(dataset_path))
+    found = _pretraining(config, stage)
+    summary = pretraining.pretrain(found, config, Path(out_dir), Path(dataset_path))
+    metrics = {key: float(summary[key]) for key in found.metrics if summary.get(key) is not None}
+    return {**summary, "metrics": metrics}
 
 
 def peft_compare_step(
@@ -131,12 +162,21 @@ def _study_per_pipeline_run(config_yaml: str, overrides: list[str], pipeline_run
 
 
 def tune_step(
-    config_yaml: str, overrides: list[str], out_dir: str, worker: int, pipeline_run_id: str = "none"
+    config_yaml: str,
+    overrides: list[str],
+    out_dir: str,
+    worker: int,
+    pipeline_run_id: str = "none",
+    pretrained: str = "",
+    stage: str = "",
 ) -> dict[str, Any]:
-    """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``)."""
+    """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``).
+
+    ``pretrained``/``stage``: as ``train_step``; every trial starts from what the stage produced."""
     # why here: optuna, which only the tuning steps need
     from frugalrl.tuning import tune
 
+    overrides = _with_pretrained(config_yaml, overrides, pretrained, stage)
     config = _study_per_pipeline_run(config_yaml, overrides, pipeline_run_id)
     return tune(config, Path(out_dir), worker, pipeline_run_id=pipeline_run_id)
 

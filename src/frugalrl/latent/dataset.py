@@ -133,6 +133,12 @@ def _behaviour_policy(config: ExperimentConfig) -> ExportedPolicy | None:
     return policy
 
 
+def collect_frames_to(config: ExperimentConfig, path: Path) -> dict[str, Any]:
+    """Collect frames and save them at ``path``: the pretraining stage's collection (``pretraining.latent``)."""
+    data = collect_frames(config)
+    return {"sha256": data.save(Path(path)), "samples": len(data), "env_id": config.env.id, "kind": "frames"}
+
+
 def collect_frames(config: ExperimentConfig, steps: int | None = None, seed: int | None = None) -> FrameDataset:
     """Play ``steps`` env steps (over ``latent.collect_envs`` games) and record everything."""
     latent = config.latent

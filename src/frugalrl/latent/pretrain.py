@@ -190,6 +190,12 @@ def mean_figures(per_game: dict[str, dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def pretrain_from_frames(config: ExperimentConfig, out_dir: Path, dataset: Path) -> dict[str, Any]:
+    """``pretrain_encoder`` on collected frames, probed as ``latent.probe`` says: the pretraining stage's
+    training (``frugalrl.pretraining.latent``)."""
+    return pretrain_encoder(config, Path(out_dir), dataset=Path(dataset), probe=config.latent.probe)
+
+
 def pretrain_encoder(
     config: ExperimentConfig,
     out_dir: Path,

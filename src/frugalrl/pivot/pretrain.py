@@ -113,6 +113,11 @@ def collect_dataset(
     }
 
 
+def collect_labelled(config: ExperimentConfig, path: Path) -> dict[str, Any]:
+    """``collect_dataset`` as the pretraining stage's collection (``frugalrl.pretraining.pivot``) calls it."""
+    return {**collect_dataset(config, path), "kind": "labelled_rollouts"}
+
+
 def load_dataset(path: Path) -> dict[str, np.ndarray]:
     try:
         with np.load(path) as data:
