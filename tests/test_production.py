@@ -87,7 +87,8 @@ def test_peft_branch_registers_the_best_adapted_policy_through_the_gate(tmp_path
     assert gate["model_name"]["runtimeValue"]["constant"] == "halfcheetah-policy-adapted"
     inner = ir["components"][tasks[adapted[0]]["componentRef"]["name"]]["dag"]["tasks"]
     # the gate reads an evaluation of the same policy, inside the sub-pipeline
-    assert inner["register"]["inputs"]["parameters"]["eval_returns"]["taskOutputParameter"]["producerTask"] == "evaluate"
+    returns = inner["register"]["inputs"]["parameters"]["eval_returns"]
+    assert returns["taskOutputParameter"]["producerTask"] == "evaluate"
     assert inner["register"]["inputs"]["artifacts"]["model"] == inner["evaluate"]["inputs"]["artifacts"]["model"]
     assert "peft_promotion" in tasks["report"]["inputs"]["artifacts"]
 

@@ -45,6 +45,7 @@ class PretrainStage:
     collect_name: str = "collect pretraining data"  # the steps' display names in a pipeline
     pretrain_name: str = "pretrain"
     train_name: str = "train policy"
+    replaces: tuple[str, ...] = ()  # stages this one specialises: where both are needed, this one runs
 
     def point_at(self, artifact_path: str) -> str:
         """The override that makes the training step load what this stage produced at ``artifact_path``."""
@@ -54,6 +55,12 @@ class PretrainStage:
 def _call(reference: str) -> Callable[..., Any]:
     module, _, name = reference.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def call(reference: str, *args: Any) -> Any:
+    """Call the library function ``"module:function"`` names (a declaration's own functions use this to
+    reach torch-heavy modules only when a step runs)."""
+    return _call(reference)(*args)
 
 
 def collect(stage: PretrainStage, config: ExperimentConfig, dataset_path: Path) -> dict[str, Any]:
@@ -106,6 +113,7 @@ def needed_by(config: ExperimentConfig) -> PretrainStage | None:
     A training step takes one pretrained input, so a config that needs two stages is a config error
     (train one stage's artifact first and give it by its override, e.g. ``pivot.evaluator_from``)."""
     needed = [s for s in stages().values() if s.needed(config)]
+    needed = [s for s in needed if not any(s.name in other.replaces for other in needed)]
     if len(needed) > 1:
         names = ", ".join(s.name for s in needed)
         raise ConfigError(
@@ -115,4 +123,4 @@ def needed_by(config: ExperimentConfig) -> PretrainStage | None:
     return needed[0] if needed else None
 
 
-__all__ = ["PretrainStage", "collect", "needed_by", "pretrain", "register", "stage", "stages", "unregister"]
+__all__ = ["PretrainStage", "call", "collect", "needed_by", "pretrain", "register", "stage", "stages", "unregister"]
