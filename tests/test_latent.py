@@ -373,9 +373,10 @@ def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
     cli_main(["pipeline", "compile", "-o", str(out), "--config", str(REPO / "configs/breakout-latent.yaml")])
     ir = yaml.safe_load(out.read_text())
     tasks = ir["root"]["dag"]["tasks"]
-    assert set(tasks) == {"collect-rollouts", "pretrain-encoder", "curriculum-train", "evaluate", "register"}
-    assert tasks["curriculum-train"]["dependentTasks"] == ["pretrain-encoder"]
-    encoder = ir["components"]["comp-curriculum-train"]["inputDefinitions"]["artifacts"]["encoder"]
+    assert set(tasks) == {"collect-rollouts", "pretrain", "train", "evaluate-and-register"}
+    assert tasks["train"]["dependentTasks"] == ["pretrain"] and tasks["train"]["taskInfo"]["name"].startswith("curric")
+    assert tasks["pretrain"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "latent"
+    encoder = ir["components"]["comp-train"]["inputDefinitions"]["artifacts"]["pretrained"]
     assert encoder["artifactType"]["schemaTitle"] == "system.Model"
     with pytest.raises(ConfigError, match="selection.kind"):
         validate_config({"latent": {"enabled": True}, "selection": {"kind": "pivot"}})

@@ -258,7 +258,7 @@ def test_peft_config_compiles_to_the_peft_pipeline(tmp_path):
     assert ir["pipelineInfo"]["name"] == "frugalrl-peft"
     tasks = ir["root"]["dag"]["tasks"]
     assert tasks["peft-compare"]["dependentTasks"] == ["train"]
-    assert tasks["evaluate-2"]["dependentTasks"] == ["peft-compare"]
+    assert tasks["evaluate-and-register-2"]["dependentTasks"] == ["peft-compare"]  # the adapted policy
     outputs = ir["components"]["comp-peft-compare"]["outputDefinitions"]["artifacts"]
     assert outputs["best"]["artifactType"]["schemaTitle"] == "system.Model"
     assert outputs["table"]["artifactType"]["schemaTitle"] == "system.Markdown"

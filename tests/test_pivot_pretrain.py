@@ -146,10 +146,11 @@ def test_pipeline_gains_the_evaluator_branch_only_with_pivot(tmp_path):
     plain_tasks = yaml.safe_load(plain.read_text())["root"]["dag"]["tasks"]
     pivot_ir = yaml.safe_load(pivot.read_text())
     pivot_tasks = pivot_ir["root"]["dag"]["tasks"]
-    assert set(plain_tasks) == {"train", "evaluate", "register"}
-    assert set(pivot_tasks) == {"collect-rollouts", "pretrain-evaluator", "train", "evaluate", "register"}
-    assert pivot_tasks["train"]["dependentTasks"] == ["pretrain-evaluator"]
-    dataset = pivot_ir["components"]["comp-pretrain-evaluator"]["inputDefinitions"]["artifacts"]["dataset"]
+    assert set(plain_tasks) == {"train", "evaluate-and-register"}
+    assert set(pivot_tasks) == {"collect-rollouts", "pretrain", "train", "evaluate-and-register"}
+    assert pivot_tasks["train"]["dependentTasks"] == ["pretrain"]
+    assert pivot_tasks["pretrain"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "pivot"
+    dataset = pivot_ir["components"]["comp-pretrain"]["inputDefinitions"]["artifacts"]["dataset"]
     assert dataset["artifactType"]["schemaTitle"] == "system.Dataset"
 
 

@@ -57,7 +57,8 @@ def _acrobot_pivot(**extra):
 def test_the_built_in_stages_are_what_configs_need():
     assert {"pivot", "latent"} <= set(pretraining.stages())
     assert pretraining.needed_by(tiny_config()) is None
-    assert pretraining.needed_by(tiny_config(selection={"kind": "pivot"})).override == "pivot.evaluator_from"
+    pivot = pretraining.needed_by(tiny_config(selection={"kind": "pivot"}))
+    assert pivot.override == "selection.settings.evaluator_from"
     assert pipeline_kind(tiny_config(selection={"kind": "pivot"})) == "pivot"
     with pytest.raises(ConfigError, match="pretraining stage 'nope' is not declared; known: .*latent.*pivot"):
         pretraining.stage("nope")
@@ -100,4 +101,4 @@ def test_the_docs_stage_runs_collect_pretrain_train_as_the_components_call_them(
     run = train_step(text, [], str(tmp_path / "run"), pretrained=str(tmp_path / "evaluator"), stage="pivot_transfer")
     assert run["env_id"] == "Acrobot-v1"
     config = yaml.safe_load((Path(tmp_path / "run") / "config.yaml").read_text())
-    assert str(tmp_path / "evaluator") in json.dumps(config)  # pivot.evaluator_from, set by the declaration
+    assert str(tmp_path / "evaluator") in json.dumps(config)  # the declaration's override set it

@@ -55,7 +55,7 @@ def train_step(
     """Train from config text; the run directory is ``out_dir``. Returns summary.json's content.
 
     ``pretrained``: what pretraining stage ``stage`` produced (a directory); its declared override
-    points the run at it (``pivot.evaluator_from``, ``latent.encoder_from``), after ``overrides``."""
+    points the run at it (``selection.settings.evaluator_from``, ``latent.encoder_from``), after ``overrides``."""
     overrides = _with_pretrained(config_yaml, overrides, pretrained, stage)
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     return train(config, out_dir, interactive=False, pipeline_run_id=pipeline_run_id)

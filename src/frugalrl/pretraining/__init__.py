@@ -35,7 +35,7 @@ class PretrainStage:
     name: str  # the technique's name: the pipeline frugalrl-train-<name>, and the stage parameter of the steps
     produces: str  # what the stage makes: "importance evaluator"
     description: str  # the sentence its training pipeline's description ends with
-    override: str  # the config key the produced artifact's path is given to: "pivot.evaluator_from"
+    override: str  # the config key given the produced artifact's path: "selection.settings.evaluator_from"
     needed: Callable[[ExperimentConfig], bool]  # whether a config needs this stage before training
     # "module:function" (config, dataset_path) -> {"sha256", "samples", "env_id", "kind", ...}: writes the dataset
     collect: str
@@ -111,7 +111,7 @@ def needed_by(config: ExperimentConfig) -> PretrainStage | None:
     """The pretraining stage ``config`` needs before training, or None.
 
     A training step takes one pretrained input, so a config that needs two stages is a config error
-    (train one stage's artifact first and give it by its override, e.g. ``pivot.evaluator_from``)."""
+    (train one stage's artifact first and give its path by that stage's ``override``)."""
     needed = [s for s in stages().values() if s.needed(config)]
     needed = [s for s in needed if not any(s.name in other.replaces for other in needed)]
     if len(needed) > 1:
