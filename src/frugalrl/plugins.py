@@ -22,6 +22,18 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+def add_once(table: dict[str, T], name: str, item: T, what: str) -> T:
+    """``table[name] = item``, refusing a second, different ``item`` under a name already taken.
+
+    Re-adding the same item is allowed: a module imported twice (a test's reload) registers again."""
+    known = table.get(name)
+    if known is not None and known != item:
+        raise ValueError(f"{what} {name!r} is registered twice; give the new one its own name")
+    table[name] = item
+    return item
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from frugalrl.errors import ConfigError
+from frugalrl.plugins import add_once
 
 # (network, resolved options, torso layer names, the layers) -> objects the adaptation keeps alive.
 # Called with every parameter frozen; it makes its own parameters trainable (the heads are adapt's).
@@ -66,11 +67,7 @@ METHODS: dict[str, Method] = {}
 
 def register(method: Method) -> Method:
     """Add ``method`` under its name: ``peft.methods`` and ``adapt`` accept it from then on."""
-    known = METHODS.get(method.name)
-    if known is not None and known != method:
-        raise ValueError(f"PEFT method {method.name!r} is registered twice; give the new one its own name")
-    METHODS[method.name] = method
-    return method
+    return add_once(METHODS, method.name, method, "PEFT method")
 
 
 def unregister(name: str) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from frugalrl.errors import ConfigError
+from frugalrl.plugins import add_once
 
 if TYPE_CHECKING:
     from frugalrl.config import ExperimentConfig
@@ -76,11 +77,7 @@ _STAGES: dict[str, PretrainStage] = {}
 
 def register(stage: PretrainStage) -> PretrainStage:
     """Declare ``stage`` (a module of this package does, at import)."""
-    known = _STAGES.get(stage.name)
-    if known is not None and known != stage:
-        raise ValueError(f"pretraining stage {stage.name!r} is declared twice; give the new one its own name")
-    _STAGES[stage.name] = stage
-    return stage
+    return add_once(_STAGES, stage.name, stage, "pretraining stage")
 
 
 def unregister(name: str) -> None:
