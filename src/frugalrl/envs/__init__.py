@@ -8,8 +8,7 @@ check imports ``frugalrl.envs.registry``, and an eager package would run ``envs.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from frugalrl.lazy_names import lazy_names
 
 _HOME = {  # name -> the submodule that defines it
     "make_vec_env": "factory",
@@ -18,16 +17,4 @@ _HOME = {  # name -> the submodule that defines it
     **dict.fromkeys(["env_state_dict", "load_env_state_dict", "set_training"], "wrappers"),
 }
 
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'frugalrl.envs' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"frugalrl.envs.{_HOME[name]}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _HOME)

@@ -13,8 +13,7 @@ others: the package itself then adds no import edge, and no import cycle hides b
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from frugalrl.lazy_names import lazy_names
 
 _HOME = {  # name -> the submodule that defines it
     **dict.fromkeys(["MLFLOW_PREFIXES", "is_mlflow_uri", "resolve_artifact"], "artifacts"),
@@ -41,17 +40,4 @@ _HOME = {  # name -> the submodule that defines it
 }
 _OLD_NAMES = {"fetch_artifact_file": "resolve_artifact"}  # the old name: same arguments, now also a local path
 
-__all__ = sorted([*_HOME, *_OLD_NAMES])
-
-
-def __getattr__(name: str) -> Any:
-    target = _OLD_NAMES.get(name, name)
-    if target not in _HOME:
-        raise AttributeError(f"module 'frugalrl.tracking' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"frugalrl.tracking.{_HOME[target]}"), target)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _HOME, _OLD_NAMES)

@@ -16,6 +16,14 @@ from frugalrl.algos.step_kinds import STEP_KINDS, StepContext
 log = logging.getLogger("frugalrl.algos.ppo_step")  # the logger these fallbacks always wrote to
 
 
+def _or_eager(kind: str, why: str | None, step: type[PPOStep], context: StepContext) -> PPOStep:
+    """``step`` for this policy, or the eager step with one warning saying ``why`` it is not possible."""
+    if why is not None:
+        log.warning("ppo.compile = %s is not possible here (%s); using the eager step", kind, why)
+        return EagerStep(context.policy, context.hp)
+    return step(context.policy, context.hp)
+
+
 @STEP_KINDS.register("off")
 def eager(context: StepContext) -> PPOStep:
     return EagerStep(context.policy, context.hp)
@@ -23,20 +31,12 @@ def eager(context: StepContext) -> PPOStep:
 
 @STEP_KINDS.register("fused")
 def fused(context: StepContext) -> PPOStep:
-    why = fused_unsupported(context.policy)
-    if why is not None:
-        log.warning("ppo.compile = fused is not possible here (%s); using the eager step", why)
-        return EagerStep(context.policy, context.hp)
-    return FusedMLPStep(context.policy, context.hp)
+    return _or_eager("fused", fused_unsupported(context.policy), FusedMLPStep, context)
 
 
 @STEP_KINDS.register("inductor")
 def inductor(context: StepContext) -> PPOStep:
-    why = inductor_available()
-    if why is not None:
-        log.warning("ppo.compile = inductor is not possible here (%s); using the eager step", why)
-        return EagerStep(context.policy, context.hp)
-    return InductorStep(context.policy, context.hp)
+    return _or_eager("inductor", inductor_available(), InductorStep, context)
 
 
 @STEP_KINDS.register("auto")
