@@ -22,6 +22,7 @@ from frugalrl.latent.probe import labelled_frames, linear_probe, r2_scores
 from frugalrl.latent.store import LatentModels, load_latent
 from frugalrl.latent.train import warn_batch_ratio
 from frugalrl.latent.world_model import LatentWorldModel
+from frugalrl.pretraining.latent import LATENT
 
 from .conftest import REPO
 
@@ -278,6 +279,9 @@ def test_pretrain_encoder_registers_and_encoder_from_loads_it(tmp_path, capsys):
     # everything this command does is pretraining, and its cost travels with the encoder
     assert summary["total_flops"] == summary["pretrain_flops"] > 0 and summary["train_flops"] == 0
     assert load_latent(tmp_path / "enc").metadata["pretrain_flops"] == summary["total_flops"]
+    # the pipeline's pretrain step reports the stage's metrics: its cost among them, not a train_flops of 0
+    assert "pretrain_flops" in LATENT.metrics and "train_flops" not in LATENT.metrics
+    assert {key: summary[key] for key in LATENT.metrics if key in summary}["pretrain_flops"] > 0
     assert len(summary["dataset_sha256"]) == 64
     import mlflow
 

@@ -23,7 +23,8 @@ LATENT = register(
         needed=_needed,
         collect="frugalrl.latent.dataset:collect_frames_to",
         pretrain="frugalrl.latent.pretrain:pretrain_from_frames",
-        metrics=("psnr_db", "ball_r2_mlp", "paddle_r2_mlp", "ball_ceiling_r2", "latent_error_1", "train_flops"),
+        # pretrain_flops, not train_flops: a pretraining run books its whole cost as pretraining (train_flops is 0)
+        metrics=("psnr_db", "ball_r2_mlp", "paddle_r2_mlp", "ball_ceiling_r2", "latent_error_1", "pretrain_flops"),
         collect_name="collect game frames",
         pretrain_name="pretrain encoder + world model",
         train_name="curriculum training (virtual + real)",
