@@ -32,8 +32,9 @@ def run(env: str, seed: int, variant: str, topk: float, steps: int, episodes: in
     out = root / f"{env}-{seed}-{variant}-{topk}"
     sets = [f"seed={seed}", f"ppo.total_timesteps={steps}", f"eval.episodes={episodes}"]
     if variant != "single":
-        sets += ["distributed.workers=2", f"distributed.mode={'dense' if variant == 'dense' else 'topk'}",
-                 f"distributed.topk={topk}"]  # fmt: skip
+        # dense reads no share; its config hash counts it as 1.0, the share it sends (config/legacy.py)
+        share = [f"distributed.settings.share={topk}"] if variant == "topk" else []
+        sets += ["distributed.workers=2", f"distributed.kind={variant}", *share]
     # threads as the config has them: the 2 gloo workers are 2 processes
     summary = _harness.train(_report.REPO_ROOT / "configs" / CONFIGS[env], out, sets, threads=None).summary
     steps_all = summary.get("real_env_steps_all_workers", summary["real_env_steps"])

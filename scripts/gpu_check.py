@@ -40,7 +40,8 @@ def _rank(rank: int, world: int, port: int, failures: dict) -> None:
             params = [torch.nn.Parameter(torch.zeros(shape, device="cuda")) for shape in shapes]
             for p, g in zip(params, draw(rank), strict=True):
                 p.grad = g.cuda()
-            config = DistributedConfig(mode=mode, topk=1.0, beta=0.0, value_dtype="float32")
+            share = {"share": 1.0} if mode == "topk" else {}
+            config = DistributedConfig(kind=mode, settings=share, beta=0.0, value_dtype="float32")
             make_fusion(config, world).synchronize(params)  # the path training takes
             for p, e in zip(params, expected, strict=True):
                 assert p.grad.is_cuda, mode

@@ -8,7 +8,7 @@ import logging
 import pytest
 import yaml
 
-from frugalrl.config import load_config, validate_config
+from frugalrl.config import config_from_yaml_text, load_config, validate_config
 
 from .conftest import REPO
 
@@ -23,6 +23,23 @@ OLD_AND_NEW = [
     ({"meta": {"enabled": False}}, {"meta": {"kind": "fixed"}}),
     ({"selection": {"kind": "pivot"}, "pivot": {"high": 0.9, "evaluator": {"hidden": [8]}}},
      {"selection": {"kind": "pivot", "settings": {"high": 0.9, "evaluator": {"hidden": [8]}}}}),
+    ({"distributed": {"workers": 2, "mode": "topk", "topk": 0.05}},
+     {"distributed": {"workers": 2, "kind": "topk", "settings": {"share": 0.05}}}),
+    ({"distributed": {"topk": 0.5}}, {"distributed": {"settings": {"share": 0.5}}}),
+    ({"distributed": {"workers": 2, "mode": "dense"}}, {"distributed": {"workers": 2, "kind": "dense"}}),
+]  # fmt: skip
+
+# Hashes computed before the gradient reducer seam (distributed.mode / distributed.topk), on these configs
+# (CartPole-v1, the rest at its defaults): the old keys and the new keep them, so their checkpoints resume.
+# benchmarks/fusion.py's dense contender set distributed.topk=1.0, which dense never read: its hash is kept.
+REDUCER_HASHES = [
+    ({}, {}, "33528bcddd7d6a80"),
+    ({"workers": 2, "mode": "topk", "topk": 0.2}, {"workers": 2}, "79f4f1e4c4cd79d6"),
+    ({"workers": 2, "mode": "topk", "topk": 0.05}, {"workers": 2, "settings": {"share": 0.05}}, "bb3d7655dea140b9"),
+    ({"workers": 2, "topk": 0.01}, {"workers": 2, "kind": "topk", "settings": {"share": 0.01}}, "6346f2e45c386a91"),
+    ({"workers": 2, "mode": "dense", "topk": 1.0}, {"workers": 2, "kind": "dense"}, "5b22d67b745a6398"),
+    ({"workers": 2, "mode": "dense", "topk": 1.0, "beta": 0.5, "value_dtype": "float32"},
+     {"workers": 2, "kind": "dense", "beta": 0.5, "value_dtype": "float32"}, "ecf62ef1ffd76ac0"),
 ]  # fmt: skip
 
 
@@ -48,6 +65,45 @@ def test_an_old_key_its_kind_does_not_read_is_dropped_and_the_run_config_gives_t
     assert any("not read by replay.kind 'uniform'; remove them" in r.getMessage() for r in caplog.records)
     plain = _config({"replay": {"kind": "uniform"}})
     assert old.to_dict() == plain.to_dict() and old.hash() == plain.hash()  # what config.yaml says, resumes
+
+
+@pytest.mark.parametrize(("old", "new", "before"), REDUCER_HASHES)
+def test_the_reducer_keys_old_and_new_keep_the_hash_of_before_the_seam(old, new, before):
+    configs = [
+        validate_config({"env": {"id": "CartPole-v1"}, "distributed": section}, "t.yaml") for section in (old, new)
+    ]
+    assert [config.hash() for config in configs] == [before, before]
+    # what a run writes as its config.yaml (new keys, every default filled in) gives the hash its checkpoints hold
+    assert validate_config(configs[0].to_dict(), "config.yaml").hash() == before
+
+
+def test_a_dense_run_that_set_a_share_drops_it_and_says_so(caplog):
+    with caplog.at_level(logging.WARNING, logger="frugalrl.config"):
+        old = _config({"distributed": {"workers": 2, "mode": "dense", "topk": 0.5}})
+    assert any("topk not read by distributed.kind 'dense'; remove it" in r.getMessage() for r in caplog.records)
+    assert old.to_dict() == _config({"distributed": {"workers": 2, "kind": "dense"}}).to_dict()
+    assert old.distributed.settings == {} and old.hash() == REDUCER_HASHES[4][2]  # dense's hash counts share 1.0
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")))
+def test_a_shipped_config_with_its_reducer_written_the_old_way_keeps_its_hash(path):
+    config = load_config(path)
+    old = config.to_dict()
+    reducer = old["distributed"]
+    share = config.distributed.built_settings().share
+    old["distributed"] = {**{k: v for k, v in reducer.items() if k not in ("kind", "settings")},
+                          "mode": reducer["kind"], "topk": share}  # fmt: skip
+    assert validate_config(old, "old.yaml").hash() == config.hash()
+
+
+def test_a_reducer_switched_by_set_drops_the_files_settings():
+    text = "env: {id: CartPole-v1}\ndistributed: {workers: 2, kind: topk, settings: {share: 0.05}}\n"
+    dense = config_from_yaml_text(text, ["distributed.kind=dense"])
+    assert (dense.distributed.kind, dense.distributed.settings) == ("dense", {})
+    old_word = config_from_yaml_text(text, ["distributed.mode=dense"])  # an old --set on a file written the new way
+    assert old_word.to_dict() == dense.to_dict()
+    share = config_from_yaml_text(text, ["distributed.topk=0.3"])
+    assert share.distributed.settings == {"share": 0.3}
 
 
 def test_a_kind_switched_by_set_drops_the_files_settings(tmp_path):

@@ -49,7 +49,8 @@ def _worker(rank: int, world: int, port: int, results: dict) -> None:
     grads = [torch.randn(p.shape) for p in params]
     out = {}
     for mode in ("dense", "topk"):
-        config = DistributedConfig(mode=mode, topk=1.0, beta=0.0, value_dtype="float32")
+        config = DistributedConfig(kind=mode, settings={"share": 1.0} if mode == "topk" else {}, beta=0.0,
+                                   value_dtype="float32")  # fmt: skip
         for p, g in zip(params, grads, strict=True):
             p.grad = g.clone()
         fusion = make_fusion(config, world)
@@ -229,7 +230,7 @@ def test_collectives_get_their_tensors_on_the_backends_device(mode, monkeypatch)
     monkeypatch.setattr(sync, "collective_device", lambda: torch.device("meta"))
     monkeypatch.setattr(sync.dist, "all_reduce", record)
     monkeypatch.setattr(sync.dist, "all_gather", record)
-    fusion = make_fusion(DistributedConfig(workers=2, mode=mode, topk=0.5), world_size=2)
+    fusion = make_fusion(DistributedConfig(workers=2, kind=mode), world_size=2)
     with pytest.raises(Sent):
         fusion._combine([torch.randn(4, 3), torch.randn(3)])
     assert seen and all(device.type == "meta" for device in seen), seen

@@ -1,5 +1,5 @@
-"""The seam registries (selectors, replay stores, hyper controllers, PPO step kinds): a new kind is one module
-dropped into its package; a PEFT method is one registration.
+"""The seam registries (selectors, replay stores, hyper controllers, PPO step kinds, gradient reducers): a new
+kind is one module dropped into its package; a PEFT method is one registration.
 
 The modules are the examples of docs/architecture.md, taken from the page as they stand, so
 the page cannot drift from what works.
@@ -8,20 +8,28 @@ the page cannot drift from what works.
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 import sys
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
 import frugalrl.algos.step_kinds
+import frugalrl.fusion.reducers
 import frugalrl.meta
 import frugalrl.replay
 import frugalrl.selectors
 from frugalrl.algos.sac import SquashedGaussianActor
 from frugalrl.algos.step_kinds import STEP_KINDS
 from frugalrl.config import ConfigError, validate_config
+from frugalrl.fusion import make_fusion
+from frugalrl.fusion.reducers import REDUCERS
 from frugalrl.meta import HYPER_CONTROLLERS
 from frugalrl.peft import methods as peft_methods
 from frugalrl.replay.registry import REPLAY_STORES
@@ -86,11 +94,22 @@ def checked_step(monkeypatch, tmp_path):
     sys.modules.pop(module, None)
 
 
+@pytest.fixture
+def half_reducer(monkeypatch, tmp_path):
+    module = _drop_module(
+        monkeypatch, tmp_path / "module", frugalrl.fusion.reducers, "# src/frugalrl/fusion/reducers/half.py"
+    )
+    yield tmp_path / "module"
+    REDUCERS.unregister("half")
+    sys.modules.pop(module, None)
+
+
 def test_the_built_in_kinds_are_registered_by_their_modules():
     assert SELECTORS.kinds() == ["all", "epochs", "pivot", "random"]
     assert REPLAY_STORES.kinds() == ["prioritized", "tiered", "uniform"]
     assert HYPER_CONTROLLERS.kinds() == ["fixed", "rmt"]
     assert STEP_KINDS.kinds() == ["auto", "fused", "inductor", "off"]
+    assert REDUCERS.kinds() == ["dense", "topk"]
 
 
 @pytest.mark.parametrize(
@@ -99,6 +118,12 @@ def test_the_built_in_kinds_are_registered_by_their_modules():
         ({"selection": {"kind": "magic"}}, "selection.kind = 'magic': not a registered sample selector; known: all,"),
         ({"replay": {"kind": "lifo"}}, "replay.kind = 'lifo': not a registered replay store; known: prioritized,"),
         ({"ppo": {"compile": "jit"}}, "ppo.compile = 'jit': not a registered PPO step kind; known: auto, fused,"),
+        (
+            {"distributed": {"kind": "ring"}},
+            "distributed.kind = 'ring': not a registered gradient reducer; known: dense, topk",
+        ),
+        ({"distributed": {"kind": "dense", "settings": {"share": 1.0}}}, "remove distributed.settings"),
+        ({"distributed": {"settings": {"share": 0}}}, "share: Input should be greater than 0"),
         ({"selection": {"kind": "all", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
         (
             {"selection": {"kind": "random", "settings": {"keep": 0.5}}},
@@ -165,6 +190,48 @@ def test_a_step_kind_module_dropped_into_the_package_runs_ppo(checked_step, tmp_
     # the eager step with a check that never fires on a healthy run: the same training, step for step
     assert summary["optimizer_steps"] == plain["optimizer_steps"]
     assert summary["backward_samples"] == plain["backward_samples"]
+
+
+def _reducer_worker(rank: int, world: int, port: int, module_dir: str, results: dict) -> None:
+    """One of two gloo workers: the docs' reducer (found in ``module_dir``, as in the test's process) built
+    from a validated config, one synchronisation; what it left in ``.grad`` and what it sent."""
+    frugalrl.fusion.reducers.__path__.append(module_dir)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        config = validate_config({"distributed": {"workers": world, "kind": "half"}}, "ok.yaml")
+        torch.manual_seed(rank)
+        params = [torch.nn.Parameter(torch.zeros(s)) for s in [(8, 5), (5,), (300,)]]
+        grads = [torch.randn(p.shape) for p in params]
+        for p, g in zip(params, grads, strict=True):
+            p.grad = g.clone()
+        fusion = make_fusion(config.distributed, world)
+        fusion.synchronize(params)
+        results[rank] = {"own": grads, "fused": [p.grad.clone() for p in params], "sent": fusion.bytes_sent,
+                         "summary": fusion.summary()}  # fmt: skip
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_reducer_module_dropped_into_the_package_combines_two_workers_gradients(half_reducer):
+    with pytest.raises(ConfigError, match="distributed.settings = .*dtype: Input should be 'float16' or 'bfloat16'"):
+        validate_config({"distributed": {"kind": "half", "settings": {"dtype": "int8"}}}, "bad.yaml")
+    config = validate_config({"distributed": {"workers": 2, "kind": "half", "settings": {"dtype": "bfloat16"}}})
+    assert config.distributed.settings == {"dtype": "bfloat16"}
+    assert type(make_fusion(config.distributed, 2)).__name__ == "HalfAllReduce"
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    results = mp.Manager().dict()
+    mp.spawn(_reducer_worker, args=(2, port, str(half_reducer), results), nprocs=2, join=True)
+    mean = [(a + b) / 2 for a, b in zip(results[0]["own"], results[1]["own"], strict=True)]
+    for rank in (0, 1):  # the mean on both workers, to float16's rounding, and the same bits on each
+        for fused, expected, other in zip(results[rank]["fused"], mean, results[1 - rank]["fused"], strict=True):
+            torch.testing.assert_close(fused, expected, rtol=2e-3, atol=2e-3)
+            assert torch.equal(fused, other)
+    assert results[0]["sent"] == 345 * 2  # 16 bits a value: half the float32 all-reduce's
+    assert results[0]["summary"]["compression_ratio"] == 2.0
 
 
 def test_a_registered_peft_method_is_accepted_and_adapts_the_network():

@@ -108,6 +108,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "replay": ("frugalrl.replay.registry", "REPLAY_STORES"),
     "meta": ("frugalrl.meta.hyper", "HYPER_CONTROLLERS"),
     "ppo": ("frugalrl.algos.step_kinds", "STEP_KINDS"),  # its kind is ``ppo.compile`` (the key predates kinds)
+    "distributed": ("frugalrl.fusion.reducers", "REDUCERS"),
 }
 
 

@@ -4,8 +4,8 @@ A learner calls its ``GradientSync`` after every ``backward()`` and before clipp
 optimizer step, once per parameter group it steps (``"policy"``; SAC: ``"critic"``, ``"actor"``,
 ``"temperature"``). The sync may rewrite every ``p.grad`` in place. A single process trains
 with ``LocalSync`` (nothing to do); torchrun workers get ``frugalrl.fusion.launch.Synchronizer``
-(dense all-reduce or top-k fusion, ``distributed.mode``). A new scheme implements ``__call__``
-and is passed in; the learners do not change.
+(the gradient reducer ``distributed.kind`` names: top-k fusion or a dense all-reduce). A new scheme
+implements ``__call__`` and is passed in; the learners do not change.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Keys that moved into a kind's ``settings``: migrated on load, and the layout the hash is computed in.
 
 A built-in technique reads its own ``<section>.settings``; before, its keys sat flat in the section
-(``replay.alpha``), in another section (the top-level ``pivot``) or in a switch (``meta.enabled``).
+(``replay.alpha``, ``distributed.topk``, now ``distributed.settings.share``), in another section (the
+top-level ``pivot``) or in a switch (``meta.enabled``, ``distributed.mode``).
 ``migrate`` moves a config written that way to the new keys and logs one line per section saying
 what to write instead. ``hash_layout`` turns a dump back into the old layout, so a config written
 the old way, its migrated form and every checkpoint made from either keep one hash. A moved key
@@ -9,6 +10,11 @@ the chosen kind does not read (``replay.alpha`` with ``kind: uniform``) is dropp
 saying so, and the hash takes its old default: a run's own ``config.yaml`` must give the hash its
 checkpoints hold, and it cannot hold a value nothing reads. (An old run that set such a key off its
 default therefore has a new hash; it computed nothing with it.)
+
+One exception, for the gradient reducer: a dense run's hash holds ``topk: 1.0`` (``DENSE_SHARE``), not
+the old default 0.2, since dense sends every entry and summary.json has always reported its share as
+1.0; the dense contenders of ``benchmarks/fusion.py``, the only dense runs recorded, set
+``distributed.topk=1.0`` and keep their hash. A dense run left at ``topk: 0.2`` gets a new one.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from frugalrl.config.runtime import DistributedConfig
 from frugalrl.config.techniques import MetaConfig, PivotConfig, ReplayConfig, SelectionConfig
 
 log = logging.getLogger("frugalrl.config")
@@ -36,9 +43,13 @@ DEFAULT_KIND = {"selection": "all", "replay": "uniform", "meta": "fixed"}
 # The kinds that existed then: their settings are the moved keys (a kind added since keeps its own).
 BUILT_IN = {"selection": {"all", "random", "epochs"}, "replay": {"uniform", "prioritized", "tiered"},
             "meta": {"fixed", "rmt"}}  # fmt: skip
-SECTIONS = {"selection": SelectionConfig, "replay": ReplayConfig, "meta": MetaConfig}
+SECTIONS = {"selection": SelectionConfig, "replay": ReplayConfig, "meta": MetaConfig, "distributed": DistributedConfig}
 PIVOT_KIND = "pivot"  # the top-level ``pivot`` section is ``selection.settings`` of this kind
 META_SWITCH = {False: "fixed", True: "rmt"}  # ``meta.enabled`` -> ``meta.kind``
+# The gradient reducer: ``distributed.mode`` was its kind (same names), ``distributed.topk`` topk's share.
+REDUCERS_THEN = {"topk", "dense"}
+TOPK_SHARE = 0.2  # ``distributed.topk``'s default
+DENSE_SHARE = 1.0  # what a dense run's hash holds as ``distributed.topk`` (see the module's docstring)
 
 
 def _reads(section: str, kind: str) -> set[str]:
@@ -93,6 +104,28 @@ def _move_flat(data: dict[str, Any], section: str, notes: list[str]) -> None:
         notes.append(f"{section}: {', '.join(dropped)} not read by {section}.kind {kind!r}; remove them")
 
 
+def _move_distributed(data: dict[str, Any], notes: list[str]) -> None:
+    """``distributed.mode`` -> ``distributed.kind``; ``distributed.topk`` -> ``distributed.settings.share``."""
+    node = data.get("distributed")
+    if not isinstance(node, dict) or not {"mode", "topk"} & set(node):
+        return
+    node = data["distributed"] = dict(node)
+    if "mode" in node:
+        mode = node.pop("mode")
+        if node.get("kind", mode) != mode:  # --set distributed.mode on a file written the new way switches kind
+            node.pop("settings", None)
+        node["kind"] = mode  # a value that names no reducer is left for validation to name
+        notes.append(f"distributed: mode is now kind; write distributed.kind: {mode} instead")
+    if "topk" in node:
+        share = node.pop("topk")
+        kind = node.get("kind", "topk")
+        if isinstance(kind, str) and "share" in _reads("distributed", kind):
+            node["settings"] = {**(node.get("settings") or {}), "share": share}  # the old key is the later word
+            notes.append("distributed: topk moved; write distributed.settings.share instead")
+        else:
+            notes.append(f"distributed: topk not read by distributed.kind {kind!r}; remove it")
+
+
 def migrate(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``data`` with moved keys in their new place (those the chosen kind does not read dropped); the notes."""
     data, notes = dict(data), []
@@ -107,6 +140,7 @@ def migrate(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"meta: enabled: {enabled} is now kind: {meta['kind']}; write meta.kind instead")
     for section in FLAT_MOVED:
         _move_flat(data, section, notes)
+    _move_distributed(data, notes)
     if "pivot" in data:
         pivot = data.pop("pivot")
         selection = data["selection"] = dict(data.get("selection") or {})
@@ -124,6 +158,8 @@ def migrate(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 def _old_search_key(key: str, kinds: dict[str, str]) -> str:
     """A tuning search key in the old layout (``selection.settings.high`` was ``pivot.high``)."""
     section, _, rest = key.partition(".settings.")
+    if (section, rest) == ("distributed", "share") and kinds.get("distributed") == "topk":
+        return "distributed.topk"
     if not rest or section not in kinds or kinds[section] not in BUILT_IN[section] | {PIVOT_KIND}:
         return key
     return f"pivot.{rest}" if kinds[section] == PIVOT_KIND else f"{section}.{rest}"
@@ -133,7 +169,7 @@ def hash_layout(data: dict[str, Any]) -> dict[str, Any]:
     """A dump (``ExperimentConfig.to_dict``) in the layout of before the moves, for the hash."""
     tuning = data.get("tuning")
     if isinstance(tuning, dict):
-        kinds = {section: data[section]["kind"] for section in FLAT_MOVED}
+        kinds = {section: data[section]["kind"] for section in [*FLAT_MOVED, "distributed"]}
         tuning["space"] = {_old_search_key(key, kinds): value for key, value in tuning["space"].items()}
     selection = data["selection"]
     if selection["kind"] == PIVOT_KIND:
@@ -150,4 +186,9 @@ def hash_layout(data: dict[str, Any]) -> dict[str, Any]:
     meta["enabled"] = built_in.get(meta["kind"], False)
     if meta["kind"] in built_in:
         del meta["kind"]
+    reducer = data["distributed"]
+    if reducer["kind"] in REDUCERS_THEN:  # a reducer added since hashes its kind and settings as they are
+        settings = reducer.pop("settings")
+        reducer["mode"] = reducer.pop("kind")
+        reducer["topk"] = settings.get("share", TOPK_SHARE) if reducer["mode"] == "topk" else DENSE_SHARE
     return data

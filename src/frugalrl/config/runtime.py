@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from frugalrl.config._base import _Strict
+from frugalrl.config._base import _RegisteredKind, _Strict
 
 MAX_EVAL_EPISODES = 10_000  # 30 are the field's Atari protocol; far more is a typo, not a plan (hours of play)
 
@@ -17,12 +17,18 @@ class EvalConfig(_Strict):
     seed: int = Field(10_000, ge=0, description="episode i uses seed + i")
 
 
-class DistributedConfig(_Strict):
-    """Multi-worker training (``frugalrl.fusion``): workers > 1 runs under torchrun, gradients fused."""
+class DistributedConfig(_RegisteredKind):
+    """Multi-worker training (``frugalrl.fusion``): workers > 1 runs under torchrun, gradients combined by the
+    gradient reducer ``kind`` names (top-k fusion, or a dense all-reduce as the baseline)."""
 
+    _section: ClassVar[str] = "distributed"
     workers: int = Field(1, ge=1, le=64)
-    mode: Literal["topk", "dense"] = Field("topk", description="top-k fusion, or a dense all-reduce (baseline)")
-    topk: float = Field(0.2, gt=0.0, le=1.0, description="share of each gradient tensor sent per step")
+    kind: str = Field("topk", description="a registered gradient reducer (frugalrl.fusion.reducers): topk, dense")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the reducer's own settings, validated by the model it registers"
+    )
+    # top-k fusion's momentum, clip and value type: read by topk alone, yet kept here rather than moved into its
+    # settings, so that the many configs and checkpoints that set them keep their keys and their hash
     beta: float = Field(0.0, ge=0.0, lt=1.0, description="fusion momentum: g = beta g + (1 - beta) mean")
     clip: float = Field(0.0, ge=0.0, description="norm clip of the fused gradient at step 0 (0 = none)")
     clip_decay: float = Field(0.999, gt=0.0, le=1.0, description="the clip threshold's factor per step")

@@ -53,8 +53,9 @@ class Synchronizer:
         wire = sum(g.wire_bytes for g in self.groups.values())
         return {
             "workers": self.world_size,
-            "fusion_mode": self.config.mode,
-            "fusion_topk": self.config.topk if self.config.mode == "topk" else 1.0,
+            "fusion_mode": self.config.kind,
+            # the share of each gradient tensor sent: the reducer's ``share`` setting, 1 for one without (dense)
+            "fusion_topk": getattr(self.config.built_settings(), "share", 1.0),
             "bytes_sent": sent,
             "dense_equivalent_bytes": dense,
             "compression_ratio": dense / sent if sent else 1.0,

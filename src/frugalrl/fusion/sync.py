@@ -1,12 +1,13 @@
 """Gradient synchronisation across workers: dense all-reduce, or the seed's top-k fusion.
 
 ``GradientFusion.synchronize(params)`` (``DenseAllReduce`` or ``TopKFusion``, built by
-``make_fusion``) runs after ``loss.backward()`` on every worker and
-leaves the same gradient in every worker's ``p.grad``, so the optimisers stay in lock-step:
+``make_fusion`` as the gradient reducer ``distributed.kind`` names, ``frugalrl.fusion.reducers``)
+runs after ``loss.backward()`` on every worker and leaves the same gradient in every worker's
+``p.grad``, so the optimisers stay in lock-step:
 
 - ``dense``: ``all_reduce`` of the flat float32 gradient, divided by the world size.
-- ``topk``: each worker packs the top ``k`` of (gradient + residual) per tensor
-  (``frugalrl.fusion.topk``), ``all_gather`` of the packed buffers, and every worker decodes
+- ``topk``: each worker packs the top ``k`` (share ``distributed.settings.share``) of (gradient +
+  residual) per tensor (``frugalrl.fusion.topk``), ``all_gather`` of the packed buffers, and every worker decodes
   the mean. Then the seed's fusion: g_global = beta * g_global + (1 - beta) * mean, and a
   norm clip whose threshold decays over training (``clip * clip_decay ** step``; 0 = none).
 
@@ -39,6 +40,7 @@ import torch
 import torch.distributed as dist
 
 from frugalrl.config import DistributedConfig
+from frugalrl.fusion.reducers import make_reducer
 from frugalrl.fusion.topk import Layout, encode, fuse
 
 
@@ -114,8 +116,9 @@ class DenseAllReduce(GradientFusion):
 class TopKFusion(GradientFusion):
     """The seed's fusion: top-k with residuals, mean of the gathered sparse gradients, momentum, decaying clip."""
 
-    def __init__(self, config: DistributedConfig, world_size: int):
+    def __init__(self, config: DistributedConfig, world_size: int, share: float):
         super().__init__(config, world_size)
+        self.share = share  # of each gradient tensor's entries, sent per step
         self.value_dtype = torch.float16 if config.value_dtype == "float16" else torch.float32
         self.layout: Layout | None = None
         self.residuals: list[torch.Tensor] = []
@@ -140,7 +143,7 @@ class TopKFusion(GradientFusion):
 
     def _topk(self, grads: list[torch.Tensor]) -> list[torch.Tensor]:
         if self.layout is None:
-            self.layout = Layout.for_tensors([g.numel() for g in grads], self.config.topk, self.value_dtype)
+            self.layout = Layout.for_tensors([g.numel() for g in grads], self.share, self.value_dtype)
             self.residuals = [torch.zeros(g.numel()) for g in grads]
         started = time.perf_counter()
         buffer = encode([g.detach().cpu() for g in grads], self.residuals, self.layout)
@@ -159,9 +162,6 @@ class TopKFusion(GradientFusion):
         return fused
 
 
-FUSIONS: dict[str, type[GradientFusion]] = {"dense": DenseAllReduce, "topk": TopKFusion}
-
-
 def make_fusion(config: DistributedConfig, world_size: int) -> GradientFusion:
-    """The synchronisation ``distributed.mode`` names."""
-    return FUSIONS[config.mode](config, world_size)
+    """The synchronisation ``distributed.kind`` names (a registered gradient reducer), with its settings."""
+    return make_reducer(config, world_size)
