@@ -156,7 +156,7 @@ def sb3_settings(cfg: Any) -> tuple[dict[str, Any], dict[str, Any] | None, dict[
         problems.append("env.dynamics")
     if pol.kind == "cnn" or pol.block != "plain" or pol.adapter is not None:
         problems.append(f"policy kind {pol.kind} / block {pol.block} / adapter {pol.adapter}")
-    if cfg.selection.kind != "all" or cfg.latent.enabled or cfg.meta.enabled or cfg.score_stages.stages:
+    if cfg.selection.kind != "all" or cfg.latent_curriculum or cfg.meta.kind != "fixed" or cfg.score_stages.stages:
         problems.append("sample selection / latent curriculum / meta-controller / score stages")
     if problems:
         raise ValueError(f"{cfg.name}: no SB3 counterpart for {'; '.join(problems)}")

@@ -7,7 +7,7 @@
 
 The pretraining steps of a training section are those its config needs, as ``frugalrl.pretraining``
 declares them (PivotRL's importance evaluator for ``selection.kind: pivot``, the encoder and world
-model for ``latent.enabled``), wired the same way for every technique (``pipelines.stages``).
+model for ``rollout.kind: latent``), wired the same way for every technique (``pipelines.stages``).
 A stage the profile or its config does not enable is left out of the compiled graph (no
 pretraining without a stage that needs it, no tune stage without ``tuning``, no latent or PEFT
 branch without those profile stages). With ``gpu: true`` every training and pretraining stage

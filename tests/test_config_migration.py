@@ -27,6 +27,8 @@ OLD_AND_NEW = [
      {"distributed": {"workers": 2, "kind": "topk", "settings": {"share": 0.05}}}),
     ({"distributed": {"topk": 0.5}}, {"distributed": {"settings": {"share": 0.5}}}),
     ({"distributed": {"workers": 2, "mode": "dense"}}, {"distributed": {"workers": 2, "kind": "dense"}}),
+    ({"latent": {"enabled": True, "latent_dim": 16}}, {"rollout": {"kind": "latent"}, "latent": {"latent_dim": 16}}),
+    ({"latent": {"enabled": False}}, {"rollout": {"kind": "real"}}),
 ]  # fmt: skip
 
 # Hashes computed before the gradient reducer seam (distributed.mode / distributed.topk), on these configs
@@ -45,7 +47,8 @@ REDUCER_HASHES = [
 
 def _config(sections):
     algo = "dqn" if {"replay", "meta"} & set(sections) else "ppo"
-    return validate_config({"algo": algo, "env": {"id": "CartPole-v1"}, **sections}, "test.yaml")
+    env = "ALE/Breakout-v5" if {"latent", "rollout"} & set(sections) else "CartPole-v1"
+    return validate_config({"algo": algo, "env": {"id": env}, **sections}, "test.yaml")
 
 
 @pytest.mark.parametrize(("old", "new"), OLD_AND_NEW)
@@ -67,6 +70,25 @@ def test_an_old_key_its_kind_does_not_read_is_dropped_and_the_run_config_gives_t
     assert old.to_dict() == plain.to_dict() and old.hash() == plain.hash()  # what config.yaml says, resumes
 
 
+# Hashes computed before the rollout source seam (latent.enabled), the old key and the new.
+ROLLOUT_HASHES = [
+    ({"env": {"id": "CartPole-v1"}, "latent": {"enabled": False}}, {"env": {"id": "CartPole-v1"}}, "33528bcddd7d6a80"),
+    ({"env": {"id": "ALE/Breakout-v5"}, "latent": {"enabled": True}},
+     {"env": {"id": "ALE/Breakout-v5"}, "rollout": {"kind": "latent"}}, "07547d2579edc2ca"),
+    ({"env": {"id": "ALE/Breakout-v5"},
+      "latent": {"enabled": True, "latent_dim": 16, "curriculum": {"mode": "adaptive", "target_score": 20.0}}},
+     {"env": {"id": "ALE/Breakout-v5"}, "rollout": {"kind": "latent"},
+      "latent": {"latent_dim": 16, "curriculum": {"mode": "adaptive", "target_score": 20.0}}}, "0827b2bd65b5b852"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new", "before"), ROLLOUT_HASHES)
+def test_the_rollout_keys_old_and_new_keep_the_hash_of_before_the_seam(old, new, before):
+    configs = [validate_config(data, "t.yaml") for data in (old, new)]
+    assert [config.hash() for config in configs] == [before, before]
+    assert validate_config(configs[0].to_dict(), "config.yaml").hash() == before
+
+
 @pytest.mark.parametrize(("old", "new", "before"), REDUCER_HASHES)
 def test_the_reducer_keys_old_and_new_keep_the_hash_of_before_the_seam(old, new, before):
     configs = [
@@ -86,13 +108,14 @@ def test_a_dense_run_that_set_a_share_drops_it_and_says_so(caplog):
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")))
-def test_a_shipped_config_with_its_reducer_written_the_old_way_keeps_its_hash(path):
+def test_a_shipped_config_with_its_reducer_and_rollout_source_written_the_old_way_keeps_its_hash(path):
     config = load_config(path)
     old = config.to_dict()
     reducer = old["distributed"]
     share = config.distributed.built_settings().share
     old["distributed"] = {**{k: v for k, v in reducer.items() if k not in ("kind", "settings")},
                           "mode": reducer["kind"], "topk": share}  # fmt: skip
+    old["latent"]["enabled"] = old.pop("rollout")["kind"] == "latent"
     assert validate_config(old, "old.yaml").hash() == config.hash()
 
 
@@ -104,6 +127,12 @@ def test_a_reducer_switched_by_set_drops_the_files_settings():
     assert old_word.to_dict() == dense.to_dict()
     share = config_from_yaml_text(text, ["distributed.topk=0.3"])
     assert share.distributed.settings == {"share": 0.3}
+
+
+def test_the_latent_switch_set_on_a_file_written_the_new_way_picks_the_source():
+    path = REPO / "configs" / "breakout-latent.yaml"
+    assert load_config(path).rollout.kind == "latent"
+    assert load_config(path, ["latent.enabled=false"]).to_dict() == load_config(path, ["rollout.kind=real"]).to_dict()
 
 
 def test_a_kind_switched_by_set_drops_the_files_settings(tmp_path):

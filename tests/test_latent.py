@@ -34,7 +34,8 @@ def breakout(**latent) -> object:
             "env": {"id": "ALE/Breakout-v5", "num_envs": 2},
             "policy": {"kind": "mlp", "hidden": [16]},
             "ppo": {"total_timesteps": 512, "num_steps": 32, "batch_size": 16, "update_epochs": 1},
-            "latent": {"enabled": True, "collect_steps": 256, "collect_envs": 2, "pretrain_updates": 3,
+            "rollout": {"kind": "latent"},
+            "latent": {"collect_steps": 256, "collect_envs": 2, "pretrain_updates": 3,
                        "batch_size": 8, "virtual_num_envs": 4, "virtual_batch_size": 64, "real_batch_size": 16,
                        "world_model": {"hidden": [32], "epochs": 1, "refresh_every_updates": 2, "refresh_steps": 2},
                        **latent},
@@ -383,7 +384,7 @@ def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
     encoder = ir["components"]["comp-train"]["inputDefinitions"]["artifacts"]["pretrained"]
     assert encoder["artifactType"]["schemaTitle"] == "system.Model"
     with pytest.raises(ConfigError, match="selection.kind"):
-        validate_config({"latent": {"enabled": True}, "selection": {"kind": "pivot"}})
+        validate_config({"rollout": {"kind": "latent"}, "selection": {"kind": "pivot"}})
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""The seam registries (selectors, replay stores, hyper controllers, PPO step kinds, gradient reducers): a new
-kind is one module dropped into its package; a PEFT method is one registration.
+"""The seam registries (rollout sources, selectors, replay stores, hyper controllers, PPO step kinds, gradient
+reducers): a new kind is one module dropped into its package; a PEFT method is one registration.
 
 The modules are the examples of docs/architecture.md, taken from the page as they stand, so
 the page cannot drift from what works.
@@ -24,6 +24,7 @@ import frugalrl.algos.step_kinds
 import frugalrl.fusion.reducers
 import frugalrl.meta
 import frugalrl.replay
+import frugalrl.rollouts
 import frugalrl.selectors
 from frugalrl.algos.sac import SquashedGaussianActor
 from frugalrl.algos.step_kinds import STEP_KINDS
@@ -33,6 +34,7 @@ from frugalrl.fusion.reducers import REDUCERS
 from frugalrl.meta import HYPER_CONTROLLERS
 from frugalrl.peft import methods as peft_methods
 from frugalrl.replay.registry import REPLAY_STORES
+from frugalrl.rollouts import ROLLOUT_SOURCES
 from frugalrl.selectors import SELECTORS
 
 from .conftest import REPO, tiny_config
@@ -104,12 +106,21 @@ def half_reducer(monkeypatch, tmp_path):
     sys.modules.pop(module, None)
 
 
+@pytest.fixture
+def noisy_source(monkeypatch, tmp_path):
+    module = _drop_module(monkeypatch, tmp_path / "module", frugalrl.rollouts, "# src/frugalrl/rollouts/noisy.py")
+    yield
+    ROLLOUT_SOURCES.unregister("noisy")
+    sys.modules.pop(module, None)
+
+
 def test_the_built_in_kinds_are_registered_by_their_modules():
     assert SELECTORS.kinds() == ["all", "epochs", "pivot", "random"]
     assert REPLAY_STORES.kinds() == ["prioritized", "tiered", "uniform"]
     assert HYPER_CONTROLLERS.kinds() == ["fixed", "rmt"]
     assert STEP_KINDS.kinds() == ["auto", "fused", "inductor", "off"]
     assert REDUCERS.kinds() == ["dense", "topk"]
+    assert ROLLOUT_SOURCES.kinds() == ["latent", "real"]
 
 
 @pytest.mark.parametrize(
@@ -124,6 +135,11 @@ def test_the_built_in_kinds_are_registered_by_their_modules():
         ),
         ({"distributed": {"kind": "dense", "settings": {"share": 1.0}}}, "remove distributed.settings"),
         ({"distributed": {"settings": {"share": 0}}}, "share: Input should be greater than 0"),
+        (
+            {"rollout": {"kind": "dream"}},
+            "rollout.kind = 'dream': not a registered rollout source; known: latent, real",
+        ),
+        ({"rollout": {"kind": "real", "settings": {"std": 1}}}, "takes no settings; remove rollout.settings"),
         ({"selection": {"kind": "all", "settings": {"keep": 0.5}}}, "takes no settings; remove selection.settings"),
         (
             {"selection": {"kind": "random", "settings": {"keep": 0.5}}},
@@ -190,6 +206,19 @@ def test_a_step_kind_module_dropped_into_the_package_runs_ppo(checked_step, tmp_
     # the eager step with a check that never fires on a healthy run: the same training, step for step
     assert summary["optimizer_steps"] == plain["optimizer_steps"]
     assert summary["backward_samples"] == plain["backward_samples"]
+
+
+def test_a_rollout_source_module_dropped_into_the_package_feeds_the_learner(noisy_source, tmp_path):
+    from frugalrl.train import train
+
+    with pytest.raises(ConfigError, match="std: Input should be greater than or equal to 0"):
+        validate_config({"rollout": {"kind": "noisy", "settings": {"std": -1.0}}}, "bad.yaml")
+    plain = train(tiny_config(), tmp_path / "plain")
+    summary = train(tiny_config(rollout={"kind": "noisy", "settings": {"std": 0.5}}), tmp_path / "noisy")
+    assert summary["real_env_steps"] == plain["real_env_steps"]
+    assert summary["optimizer_steps"] == plain["optimizer_steps"]  # the same run shape, on other observations
+    rows = [(tmp_path / run / "metrics.jsonl").read_text() for run in ("plain", "noisy")]
+    assert rows[0] != rows[1]  # the noise reached the learner (same seed, other losses)
 
 
 def _reducer_worker(rank: int, world: int, port: int, module_dir: str, results: dict) -> None:

@@ -92,7 +92,7 @@ def test_a_bad_profile_is_one_line_naming_the_key_and_the_fix(tmp_path, data, ex
 
 def test_stage_config_problems_are_caught_at_load_time(tmp_path):
     latent_off = {"name": "x", "stages": {"latent": TRAIN}}
-    with pytest.raises(ConfigError, match="stage latent uses configs/cartpole-ppo.yaml, which has latent off"):
+    with pytest.raises(ConfigError, match="uses configs/cartpole-ppo.yaml, whose rollout.kind is not latent"):
         load_profile(_write(tmp_path, latent_off), REPO)
     missing = {"name": "x", "stages": {"train": {**TRAIN, "config": "configs/nope.yaml"}}}
     with pytest.raises(ConfigError, match="config file not found"):

@@ -1,7 +1,8 @@
 """The learner a config names: PPO, DQN or SAC, with its technique objects plugged in.
 
-The latent curriculum builds its own learner (``frugalrl.latent.train.start_latent_run``): it needs
-pretrained models and two envs first. ``frugalrl.run_setup`` picks between the two.
+This is the learner of the ``real`` rollout source (``frugalrl.rollouts``). The ``latent`` source
+builds the latent curriculum's own (``frugalrl.latent.train.latent_learner``): it needs pretrained
+models and two envs first.
 """
 
 from __future__ import annotations

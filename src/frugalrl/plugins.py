@@ -109,6 +109,7 @@ SEAMS: dict[str, tuple[str, str]] = {
     "meta": ("frugalrl.meta.hyper", "HYPER_CONTROLLERS"),
     "ppo": ("frugalrl.algos.step_kinds", "STEP_KINDS"),  # its kind is ``ppo.compile`` (the key predates kinds)
     "distributed": ("frugalrl.fusion.reducers", "REDUCERS"),
+    "rollout": ("frugalrl.rollouts", "ROLLOUT_SOURCES"),
 }
 
 

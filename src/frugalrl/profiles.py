@@ -164,8 +164,10 @@ def load_profile(name_or_path: str, root: Path) -> Profile:
         if stage is None:
             continue
         config = profile.stage_config(stage)
-        if key == "latent" and not config.latent.enabled:
-            raise ConfigError(f"profile {path.name}: stage latent uses {stage.config}, which has latent off")
+        if key == "latent" and not config.latent_curriculum:
+            raise ConfigError(
+                f"profile {path.name}: stage latent uses {stage.config}, whose rollout.kind is not latent"
+            )
         if key == "peft" and config.peft is None:
             raise ConfigError(f"profile {path.name}: stage peft uses {stage.config}, which has no peft section")
         if not (config.tracking.enabled and config.tracking.log_model):  # the registry is where stages meet

@@ -6,10 +6,11 @@
         summary = setup.finish(tracker)                   # policy.pt, the evaluation, summary.json
 
 ``prepare`` checks the config and ``--out``, pins registry aliases, creates the run directory
-(``rundir.start_run_dir``: config.yaml, threads, seeds) and builds the learner: the latent curriculum's
-(``latent.train.start_latent_run``) or the one ``config.algo`` names, restored from ``checkpoint.pt``
-on a resume. Under torchrun every worker builds the same learner with its gradients fused; rank 0
-owns ``--out``, reports and checkpoints, the others write into ``--out/rankN`` with tracking off.
+(``rundir.start_run_dir``: config.yaml, threads, seeds) and builds the learner through the rollout
+source ``rollout.kind`` names (``frugalrl.rollouts``: the real env behind the learner ``config.algo``
+names, or the latent curriculum), then starts it, or restores it from ``checkpoint.pt`` on a resume.
+Under torchrun every worker builds the same learner with its gradients fused; rank 0 owns ``--out``,
+reports and checkpoints, the others write into ``--out/rankN`` with tracking off.
 
 Pretraining and fine-tuning drive a learner they built themselves (``RunSetup.around``): the same
 loop and callbacks and a metrics.jsonl, but no checkpoint, CPU budget, progress bar or MLflow run of
@@ -33,12 +34,10 @@ from frugalrl.algos.gradient_sync import LOCAL_SYNC
 from frugalrl.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
-from frugalrl.envs.factory import check_env, make_vec_env
+from frugalrl.envs.factory import check_env
 from frugalrl.errors import FrugalError, Interrupted, TrainingDiverged
 from frugalrl.evaluation import protocol_note
 from frugalrl.fusion.launch import Synchronizer, close_distributed, init_distributed, under_torchrun
-from frugalrl.latent.train import start_latent_run
-from frugalrl.learners import build_learner
 from frugalrl.loop import (
     Callback,
     Checkpointer,
@@ -52,6 +51,7 @@ from frugalrl.loop import (
 )
 from frugalrl.progress import TrainingProgress
 from frugalrl.resume import check_resumable, checkpoint_state, interrupted_message, restore
+from frugalrl.rollouts import build_run_learner
 from frugalrl.rundir import (
     check_new_run_dir,
     finish_run,
@@ -132,20 +132,15 @@ class RunSetup:
         if first_rank and not resume and (note := protocol_note(config.env, config.eval.episodes)):
             print(note)
         with preflight(out) if first_rank else contextlib.nullcontext():
-            if config.latent.enabled:  # two rollout sources behind one learner; no checkpoints yet
-                if resume:
-                    raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
-                device = start_run_dir(config, out)
-                meter = CostMeter()
-                setup = cls(config, out, start_latent_run(config, out, meter, device), meter, device)
-            else:
-                setup = cls._algo_run(config, out, resume)
+            if resume and config.latent_curriculum:  # its learner writes no checkpoint yet: say so, not "not found"
+                raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
+            setup = cls._learner_run(config, out, resume)
         setup.made_here = made_here
         return setup
 
     @classmethod
-    def _algo_run(cls, config: ExperimentConfig, out: Path, resume: bool) -> RunSetup:
-        """The learner ``config.algo`` names, on this worker's share of a multi-worker run."""
+    def _learner_run(cls, config: ExperimentConfig, out: Path, resume: bool) -> RunSetup:
+        """The learner ``rollout.kind``'s source builds, on this worker's share of a multi-worker run."""
         sync = None
         if under_torchrun():  # one of N workers: gradients are fused; rank 0 alone reports and checkpoints
             sync = init_distributed(config)
@@ -161,10 +156,9 @@ class RunSetup:
             check_resumable(checkpoint, config, out)  # refused before config.yaml or the checkpoint is rewritten
             metrics_log_lines(out)  # a corrupt log is refused before anything is rewritten
         device = start_run_dir(config, out)
-        env = make_vec_env(config.env, gamma=config.algo_config.gamma)
         meter = CostMeter()
         # the same initial weights on every worker; workers fuse their gradients through ``sync``
-        learner = build_learner(config, env, meter, device, sync or LOCAL_SYNC)
+        learner = build_run_learner(config, out, meter, device, sync or LOCAL_SYNC)
         rank = sync.rank if sync else 0
         if sync:
             torch.manual_seed(config.seed + 1000 * rank)  # each worker samples its own actions and minibatches

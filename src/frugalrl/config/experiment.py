@@ -17,9 +17,17 @@ from frugalrl.config.legacy import hash_layout, migrate
 from frugalrl.config.peft import PeftConfig
 from frugalrl.config.policy import PolicyConfig
 from frugalrl.config.runtime import CheckpointConfig, DistributedConfig, EvalConfig, PromotionConfig, TrackingConfig
-from frugalrl.config.techniques import MetaConfig, PivotConfig, ReplayConfig, ScoreStagesConfig, SelectionConfig
+from frugalrl.config.techniques import (
+    MetaConfig,
+    PivotConfig,
+    ReplayConfig,
+    RolloutConfig,
+    ScoreStagesConfig,
+    SelectionConfig,
+)
 from frugalrl.config.tuning import TuningConfig
 
+LATENT_SOURCE = "latent"  # the rollout source of the latent curriculum
 _ALGO_SECTIONS: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "dqn": DQNConfig, "sac": SACConfig}
 
 
@@ -36,6 +44,7 @@ class ExperimentConfig(_Strict):
     ppo: PPOConfig = Field(default_factory=PPOConfig)
     dqn: DQNConfig = Field(default_factory=DQNConfig)
     sac: SACConfig = Field(default_factory=SACConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     replay: ReplayConfig = Field(default_factory=ReplayConfig)
     meta: MetaConfig = Field(default_factory=MetaConfig)
     score_stages: ScoreStagesConfig = Field(default_factory=ScoreStagesConfig)
@@ -70,6 +79,11 @@ class ExperimentConfig(_Strict):
         """PivotRL's settings: ``selection.settings`` when ``selection.kind`` is pivot, else the defaults
         (what the evaluator's pretraining reads)."""
         return PivotConfig.model_validate(self.selection.settings if self.selection.kind == "pivot" else {})
+
+    @property
+    def latent_curriculum(self) -> bool:
+        """Whether the latent curriculum is the rollout source (``rollout.kind: latent``)."""
+        return self.rollout.kind == LATENT_SOURCE
 
     @property
     def algo_config(self) -> PPOConfig | DQNConfig | SACConfig:
@@ -149,14 +163,14 @@ class ExperimentConfig(_Strict):
 
     @model_validator(mode="after")
     def _latent_runs_alone(self) -> ExperimentConfig:
-        if self.algo != "ppo" and (self.latent.enabled or self.selection.kind != "all"):
+        if self.algo != "ppo" and (self.latent_curriculum or self.selection.kind != "all"):
             raise ValueError(
                 f"algo {self.algo}: the latent curriculum and sample selection work with PPO only; "
                 "set algo: ppo or turn them off"
             )
-        if self.latent.enabled and self.selection.kind != "all":
+        if self.latent_curriculum and self.selection.kind != "all":
             raise ValueError(
-                f"latent.enabled with selection.kind {self.selection.kind}: the latent curriculum does not "
+                f"rollout.kind latent with selection.kind {self.selection.kind}: the latent curriculum does not "
                 "combine with sample selection yet; set selection.kind: all"
             )
         return self
@@ -164,7 +178,7 @@ class ExperimentConfig(_Strict):
     @model_validator(mode="after")
     def _distributed_supported(self) -> ExperimentConfig:
         if self.distributed.workers > 1:
-            if self.latent.enabled or self.selection.kind != "all":
+            if self.latent_curriculum or self.selection.kind != "all":
                 raise ValueError(
                     "distributed.workers > 1: the latent curriculum and sample selection do not run on several "
                     "workers yet; set distributed.workers: 1 or turn them off"

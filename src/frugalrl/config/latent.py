@@ -75,9 +75,9 @@ class WorldModelConfig(_Strict):
 
 
 class LatentConfig(_Strict):
-    """Latent curriculum: a pretrained frame encoder, a latent world model and a real/virtual schedule."""
+    """Latent curriculum: a pretrained frame encoder, a latent world model and a real/virtual schedule
+    (on with ``rollout.kind: latent``; before, ``latent.enabled``)."""
 
-    enabled: bool = False
     latent_dim: int = Field(32, ge=2, le=1024)
     objective: Literal["recon", "motion", "dynamics"] = Field(
         "dynamics", description="encoder loss: plain reconstruction, motion-weighted, or joint with the world model"

@@ -2,7 +2,8 @@
 
 A built-in technique reads its own ``<section>.settings``; before, its keys sat flat in the section
 (``replay.alpha``, ``distributed.topk``, now ``distributed.settings.share``), in another section (the
-top-level ``pivot``) or in a switch (``meta.enabled``, ``distributed.mode``).
+top-level ``pivot``) or in a switch (``meta.enabled``, ``distributed.mode``, ``latent.enabled``, now
+``rollout.kind``).
 ``migrate`` moves a config written that way to the new keys and logs one line per section saying
 what to write instead. ``hash_layout`` turns a dump back into the old layout, so a config written
 the old way, its migrated form and every checkpoint made from either keep one hash. A moved key
@@ -50,6 +51,7 @@ META_SWITCH = {False: "fixed", True: "rmt"}  # ``meta.enabled`` -> ``meta.kind``
 REDUCERS_THEN = {"topk", "dense"}
 TOPK_SHARE = 0.2  # ``distributed.topk``'s default
 DENSE_SHARE = 1.0  # what a dense run's hash holds as ``distributed.topk`` (see the module's docstring)
+ROLLOUT_SWITCH = {False: "real", True: "latent"}  # ``latent.enabled`` -> ``rollout.kind``
 
 
 def _reads(section: str, kind: str) -> set[str]:
@@ -126,6 +128,21 @@ def _move_distributed(data: dict[str, Any], notes: list[str]) -> None:
             notes.append(f"distributed: topk not read by distributed.kind {kind!r}; remove it")
 
 
+def _move_latent_switch(data: dict[str, Any], notes: list[str]) -> None:
+    """``latent.enabled`` -> ``rollout.kind`` (the ``latent`` section stays: the latent source reads it)."""
+    latent = data.get("latent")
+    if not isinstance(latent, dict) or "enabled" not in latent:
+        return
+    latent = data["latent"] = dict(latent)
+    enabled = latent.pop("enabled")
+    kind = ROLLOUT_SWITCH.get(enabled, enabled)  # a non-boolean is left for validation to name
+    rollout = data["rollout"] = dict(data.get("rollout") or {})
+    if rollout.get("kind", kind) != kind:  # --set latent.enabled on a file written the new way switches the source
+        rollout.pop("settings", None)
+    rollout["kind"] = kind
+    notes.append(f"latent: enabled: {enabled} is now rollout.kind: {kind}; write rollout.kind instead")
+
+
 def migrate(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``data`` with moved keys in their new place (those the chosen kind does not read dropped); the notes."""
     data, notes = dict(data), []
@@ -141,6 +158,7 @@ def migrate(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for section in FLAT_MOVED:
         _move_flat(data, section, notes)
     _move_distributed(data, notes)
+    _move_latent_switch(data, notes)
     if "pivot" in data:
         pivot = data.pop("pivot")
         selection = data["selection"] = dict(data.get("selection") or {})
@@ -186,6 +204,11 @@ def hash_layout(data: dict[str, Any]) -> dict[str, Any]:
     meta["enabled"] = built_in.get(meta["kind"], False)
     if meta["kind"] in built_in:
         del meta["kind"]
+    rollout = data.pop("rollout")
+    known_source = rollout["kind"] in ROLLOUT_SWITCH.values() and not rollout["settings"]
+    data["latent"]["enabled"] = rollout["kind"] == ROLLOUT_SWITCH[True]
+    if not known_source:  # a source added since: its section stays in the hash
+        data["rollout"] = rollout
     reducer = data["distributed"]
     if reducer["kind"] in REDUCERS_THEN:  # a reducer added since hashes its kind and settings as they are
         settings = reducer.pop("settings")

@@ -1,4 +1,5 @@
-"""The techniques plugged into a learner: replay, the meta-controller, score stages, PivotRL and sample selection."""
+"""The techniques plugged into a learner: its rollout source, replay, the meta-controller, score stages, PivotRL and
+sample selection."""
 
 from __future__ import annotations
 
@@ -7,6 +8,18 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from frugalrl.config._base import _RegisteredKind, _Strict
+
+
+class RolloutConfig(_RegisteredKind):
+    """Where the learner's experience comes from: the real vector env (``real``), or the latent curriculum's mix
+    of real and world-model rollouts (``latent``, configured by the ``latent`` section, which the encoder's
+    pretraining reads too)."""
+
+    _section: ClassVar[str] = "rollout"
+    kind: str = Field("real", description="a registered rollout source (frugalrl.rollouts): real, latent")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="the source's own settings, validated by the model it registers"
+    )
 
 
 class ReplayConfig(_RegisteredKind):

@@ -145,7 +145,7 @@ def check_env(config: ExperimentConfig) -> tuple[gym.Space, gym.Space]:
     DQN discrete ones), the latent curriculum on a game without frames. One-line ``EnvError``.
     """
     env_config = config.env
-    if config.latent.enabled and not is_atari(env_config.id):
+    if config.latent_curriculum and not is_atari(env_config.id):
         raise EnvError(f"env {env_config.id}: the latent curriculum encodes Atari frames; use an ALE/ game")
     observation, action = env_spaces(env_config, config.seed)
     needs = {"sac": gym.spaces.Box, "dqn": gym.spaces.Discrete}.get(config.algo)

@@ -5,7 +5,7 @@
     curriculum scheduler: which source the next rollout comes from (stages or adaptive)
 
 ``LatentCurriculum`` is one learner for the run loop (``frugalrl.loop``); ``train`` drives it like
-any other (``frugalrl.run_setup`` makes the run directory, then ``start_latent_run`` the learner).
+any other (``frugalrl.run_setup`` makes the run directory, then ``latent_learner`` the learner).
 Both sources are plain ``PPO`` learners sharing one policy and one optimizer, so an update is the
 same clipped-surrogate step whichever env produced the rollout; only the step counter differs (real
 vs virtual). The budget is in real env steps (``ppo.total_timesteps``, or ``total_real_steps``).
@@ -66,9 +66,10 @@ def _source_configs(config: ExperimentConfig) -> tuple[ExperimentConfig, Experim
     return validate_config(real, "latent.real_batch_size"), validate_config(virtual, "latent.virtual_batch_size")
 
 
-def start_latent_run(config: ExperimentConfig, out: Path, meter: CostMeter, device: torch.device) -> LatentCurriculum:
-    """The started curriculum learner of a new run in ``out`` (created by ``frugalrl.run_setup``); the
-    encoder and world model are prepared here (loaded, transferred or pretrained)."""
+def latent_learner(config: ExperimentConfig, out: Path, meter: CostMeter, device: torch.device) -> LatentCurriculum:
+    """The curriculum learner of a new run in ``out`` (created by ``frugalrl.run_setup``, which starts it: the
+    ``latent`` rollout source, ``frugalrl.rollouts``); the encoder and world model are prepared here (loaded,
+    transferred or pretrained)."""
     if (out / "summary.json").exists() or (out / "metrics.jsonl").exists():
         raise FrugalError(f"{out} already holds a run; pick a new --out (latent runs cannot be resumed yet)")
     if device.type != "cpu":
@@ -76,9 +77,7 @@ def start_latent_run(config: ExperimentConfig, out: Path, meter: CostMeter, devi
     warning = warn_batch_ratio(config)
     if warning:
         print(warning)
-    learner = LatentCurriculum(config, out, meter, device)
-    learner.start(config.seed)
-    return learner
+    return LatentCurriculum(config, out, meter, device)
 
 
 class LatentCurriculum(LearnerBase):

@@ -50,7 +50,7 @@ def register_builder(kind: str, builder: Builder) -> None:
 
 def policy_kinds(config: ExperimentConfig) -> list[str]:
     """The builders a policy saved with ``config`` needs, in the order they run."""
-    kinds = ["latent"] if config.latent.enabled else []
+    kinds = ["latent"] if config.latent_curriculum else []
     kinds.append(config.algo)
     if config.policy.adapter is not None:
         kinds.append("adapter")

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 
 def _needed(config: ExperimentConfig) -> bool:
-    return config.latent.enabled
+    return config.latent_curriculum
 
 
 LATENT = register(

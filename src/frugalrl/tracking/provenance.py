@@ -131,7 +131,7 @@ def pin_pretrained(config: ExperimentConfig) -> tuple[ExperimentConfig, list[str
         return fixed
 
     updates: dict[str, Any] = {}
-    if config.latent.enabled and config.latent.encoder_from:
+    if config.latent_curriculum and config.latent.encoder_from:
         latent = config.latent.model_copy(update={"encoder_from": pinned(config.latent.encoder_from, "encoder")})
         updates["latent"] = latent
     if config.pivot.evaluator_from:  # the pivot selector's settings
@@ -145,7 +145,7 @@ def pin_pretrained(config: ExperimentConfig) -> tuple[ExperimentConfig, list[str
 def pretrained_inputs(config: ExperimentConfig) -> dict[str, str]:
     """Lineage tags naming the encoder, evaluator or source policy a run was built on."""
     tags = {}
-    if config.latent.enabled and config.latent.encoder_from:
+    if config.latent_curriculum and config.latent.encoder_from:
         tags["frugalrl.lineage.encoder"] = lineage_source(config.latent.encoder_from)
     if config.pivot.evaluator_from:
         tags["frugalrl.lineage.evaluator"] = lineage_source(config.pivot.evaluator_from)
