@@ -6,11 +6,14 @@ import contextlib
 import errno
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 import typer
 
-from frugalrl.cli import main
+from frugalrl.cli import COMMANDS, main
+from frugalrl.cli.lazy import load_command
 from frugalrl.errors import FrugalError
 from frugalrl.train import train
 
@@ -82,12 +85,12 @@ def test_every_way_out_of_main_is_its_exit_code_and_at_most_one_line(exc, code, 
 
 def test_ctrl_c_inside_a_command_is_the_message_and_130(monkeypatch, capsys):
     """Through the real typer, which (0.16 and later) turns Ctrl-C into a silent return code of 130."""
-    import frugalrl.config
+    import frugalrl.cli.configs as configs  # the command module binds load_config when it loads
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(frugalrl.config, "load_config", interrupted)
+    monkeypatch.setattr(configs, "load_config", interrupted)
     with pytest.raises(SystemExit) as exit_info:
         main(["config", "validate", "configs/cartpole-ppo.yaml"])
     assert exit_info.value.code == 130
@@ -152,3 +155,33 @@ def test_the_cli_names_no_private_module_of_a_dependency():
         for name in dotted.findall(text):  # torch._foreach_norm is a private function, not a module
             with contextlib.suppress(ModuleNotFoundError, ValueError):
                 assert importlib.util.find_spec(name) is None, (path, name)
+
+
+# ------------------------------------------------------------------ the lazy command table
+
+
+def test_help_lists_every_command_without_importing_one():
+    """``frugalrl --help`` reads the table alone: no command module, no torch, no pydantic."""
+    shown = "m in ('torch', 'pydantic') or m.startswith('frugalrl.cli.')"
+    code = ("import sys\nfrom frugalrl.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in sys.modules if {shown}))")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "['frugalrl.cli.lazy', 'frugalrl.cli.root']"
+    listed = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("│ ") and line[2] != " "]
+    assert [name for name in listed if name in COMMANDS] == list(COMMANDS)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_each_command_says_the_help_line_the_table_lists(name):
+    """The table's line is the command's own: the docstring's first paragraph, or the group's help."""
+    command = load_command(name, COMMANDS[name])
+    assert command.name == name
+    own = " ".join((command.help or "").split("\n\n")[0].split())
+    assert COMMANDS[name].short_help == own
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_each_command_shows_its_help(name, capsys):
+    assert main([name, "--help"]) is None
+    out = capsys.readouterr().out
+    assert f"frugalrl {name}" in out and "--help" in out

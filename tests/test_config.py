@@ -110,8 +110,9 @@ def test_bad_config_through_the_real_command_has_no_traceback(tmp_path):
 
 
 def test_the_cli_and_the_config_bound_evaluation_episodes_alike():
-    from frugalrl import cli, config
+    from frugalrl import config
+    from frugalrl.cli import training
 
-    assert cli.MAX_EVAL_EPISODES == config.MAX_EVAL_EPISODES
+    assert training.MAX_EVAL_EPISODES == config.MAX_EVAL_EPISODES
     with pytest.raises(ConfigError, match="eval.episodes"):
         validate_config({"eval": {"episodes": config.MAX_EVAL_EPISODES + 1}})

@@ -25,6 +25,7 @@ from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
 from frugalrl.tracking.registry import gate_promotion, register_model
 from frugalrl.tracking.store import check_tracking
 from frugalrl.train import train
+from frugalrl.tuning import best_overrides, tune
 from frugalrl.video import record_episode
 
 
@@ -173,9 +174,6 @@ def tune_step(
     """One tuning worker: its share of the study that every worker shares (``OPTUNA_STORAGE``).
 
     ``pretrained``/``stage``: as ``train_step``; every trial starts from what the stage produced."""
-    # why here: optuna, which only the tuning steps need
-    from frugalrl.tuning import tune
-
     overrides = _with_pretrained(config_yaml, overrides, pretrained, stage)
     config = _study_per_pipeline_run(config_yaml, overrides, pipeline_run_id)
     return tune(config, Path(out_dir), worker, pipeline_run_id=pipeline_run_id)
@@ -183,9 +181,6 @@ def tune_step(
 
 def tune_best_step(config_yaml: str, overrides: list[str], pipeline_run_id: str = "none") -> list[str]:
     """The best finished trial's overrides, read back from the shared study."""
-    # why here: optuna, which only the tuning steps need
-    from frugalrl.tuning import best_overrides
-
     return best_overrides(_study_per_pipeline_run(config_yaml, overrides, pipeline_run_id))
 
 

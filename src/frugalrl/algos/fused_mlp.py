@@ -26,6 +26,7 @@ from torch import nn
 
 from frugalrl.algos.ppo_step import Minibatch, StepOutput
 from frugalrl.config import PPOConfig
+from frugalrl.cost import count_flops
 from frugalrl.nets.heads import _LOG_SQRT_2PI, CategoricalHead, GaussianHead
 from frugalrl.nets.policy import ActorCritic, ActOutput
 from frugalrl.nets.torsos import MLP
@@ -148,8 +149,6 @@ class FusedMLPStep:
     def act_flops(self, obs: torch.Tensor) -> int:
         """FLOPs of ``act(obs)``: NumPy's matmuls are invisible to torch's counter, so the same network is
         counted through ``ActorCritic.act`` (same layers, same sizes), with the random state put back."""
-        from frugalrl.cost import count_flops
-
         state = torch.get_rng_state()
         try:
             with torch.no_grad():

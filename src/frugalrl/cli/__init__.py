@@ -1,14 +1,13 @@
 """The ``frugalrl`` command, one module per command group. Thin: it parses arguments and calls the library.
 
-``root`` holds the typer app, the order commands are listed in and ``main`` (every user error one
-line and exit code 2, Ctrl-C 130); ``training``, ``pretrain``, ``configs``, ``pipeline``, ``peft``,
-``jobs``, ``image``, ``latent`` and ``ops`` hold the commands. Modules import typer,
-``frugalrl.errors`` and stdlib-only modules (``frugalrl.images``) at module level: each command imports
-the library it calls (a ``# why here:`` comment says what that defers), so ``frugalrl --help`` starts
-without torch or pydantic.
+``root`` holds the command table (``COMMANDS``: each command's module and help line, in
+``frugalrl --help`` order) and ``main`` (every user error one line and exit code 2, Ctrl-C 130);
+``lazy`` the group that imports a command's module only when that command runs or shows its help.
+``training``, ``pretrain``, ``configs``, ``pipeline``, ``peft``, ``jobs``, ``image``, ``latent``,
+``audit`` and ``check`` hold the commands and import the library they call at module level.
+``frugalrl --help`` reads the table alone, so it starts without torch or pydantic.
 """
 
-from frugalrl.cli.root import LIST_OPTIONS, app, main, spread_list_options
-from frugalrl.cli.training import MAX_EVAL_EPISODES
+from frugalrl.cli.root import COMMANDS, LIST_OPTIONS, app, main, spread_list_options
 
-__all__ = ["LIST_OPTIONS", "MAX_EVAL_EPISODES", "app", "main", "spread_list_options"]
+__all__ = ["COMMANDS", "LIST_OPTIONS", "app", "main", "spread_list_options"]

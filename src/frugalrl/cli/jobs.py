@@ -6,14 +6,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 
+from frugalrl.config import read_text_file
 from frugalrl.errors import FrugalError
+from frugalrl.fusion.pytorchjob import pytorchjob_manifest, validate_manifest
+from frugalrl.fusion.trainjob import GPU_POOL_SELECTOR, GPU_TOLERATIONS, trainjob_manifest, validate_trainjob
 
 trainjob_app = typer.Typer(
-    no_args_is_help=True, help="Kubeflow Trainer v2 TrainJob manifests for multi-worker training (the default)."
+    add_completion=False,
+    no_args_is_help=True,
+    help="Kubeflow Trainer v2 TrainJob manifests for multi-worker training (the default).",
 )
 pytorchjob_app = typer.Typer(
-    no_args_is_help=True, help="Kubeflow Training Operator PyTorchJob manifests (legacy; TrainJob is the default)."
+    add_completion=False,
+    no_args_is_help=True,
+    help="Kubeflow Training Operator PyTorchJob manifests (legacy; TrainJob is the default).",
 )
 
 
@@ -25,8 +33,6 @@ def _manifest_out(out: Path | None) -> None:
 
 
 def _write_manifest(manifest: dict, kind: str, out: Path | None) -> None:
-    import yaml
-
     text = yaml.safe_dump(manifest, sort_keys=False)
     if out is None:
         typer.echo(text)
@@ -37,11 +43,6 @@ def _write_manifest(manifest: dict, kind: str, out: Path | None) -> None:
 
 def _validate_file(file: Path, kind: str, validate: Any) -> None:
     """Validate every document of a manifest file as ``kind``; one line with the first problem."""
-    # why here: pydantic; frugalrl --help starts without it
-    import yaml
-
-    from frugalrl.config import read_text_file
-
     command = kind.lower()
     text = read_text_file(file, f"{kind} manifest", f"a file written by frugalrl {command} render")
     try:
@@ -75,24 +76,18 @@ def trainjob_render(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="YAML file (default: stdout).")] = None,
 ) -> None:
     """Render (and validate) the TrainJob for multi-worker training on the GPU node pool."""
-    # why here: torch, pydantic; frugalrl --help starts without them
-    from frugalrl.fusion import trainjob
-
     _manifest_out(out)
-    manifest = trainjob.trainjob_manifest(
-        name, config_map, workers, image, gpus_per_node=gpus_per_node, node_selector=trainjob.GPU_POOL_SELECTOR,
-        tolerations=trainjob.GPU_TOLERATIONS, output_claim=output_claim, runtime=runtime,
+    manifest = trainjob_manifest(
+        name, config_map, workers, image, gpus_per_node=gpus_per_node, node_selector=GPU_POOL_SELECTOR,
+        tolerations=GPU_TOLERATIONS, output_claim=output_claim, runtime=runtime,
     )  # fmt: skip
-    trainjob.validate_trainjob(manifest)
+    validate_trainjob(manifest)
     _write_manifest(manifest, "TrainJob", out)
 
 
 @trainjob_app.command("validate")
 def trainjob_validate(file: Path) -> None:
     """Validate a TrainJob manifest (the Trainer API's fields, 2+ nodes, image by digest, torchrun); exit 2 if not."""
-    # why here: torch, pydantic; frugalrl --help starts without them
-    from frugalrl.fusion.trainjob import validate_trainjob
-
     _validate_file(file, "TrainJob", validate_trainjob)
 
 
@@ -105,10 +100,6 @@ def pytorchjob_render(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="YAML file (default: stdout).")] = None,
 ) -> None:
     """Render (and validate) the legacy PyTorchJob for multi-worker training on the GPU node pool."""
-    # why here: torch, pydantic; frugalrl --help starts without them
-    from frugalrl.fusion.pytorchjob import pytorchjob_manifest, validate_manifest
-    from frugalrl.fusion.trainjob import GPU_POOL_SELECTOR, GPU_TOLERATIONS
-
     _manifest_out(out)
     manifest = pytorchjob_manifest(
         name, config_map, workers, image, node_selector=GPU_POOL_SELECTOR, tolerations=GPU_TOLERATIONS
@@ -120,7 +111,4 @@ def pytorchjob_render(
 @pytorchjob_app.command("validate")
 def pytorchjob_validate(file: Path) -> None:
     """Validate a PyTorchJob manifest (its fields and every pod template); exit 2 with the first problem."""
-    # why here: torch, pydantic; frugalrl --help starts without them
-    from frugalrl.fusion.pytorchjob import validate_manifest
-
     _validate_file(file, "PyTorchJob", validate_manifest)

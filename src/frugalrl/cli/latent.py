@@ -6,17 +6,20 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+import mlflow
 import typer
 
+from frugalrl.checkpoint import atomic_write_bytes
+from frugalrl.config import validate_config
+from frugalrl.envs.registry import is_atari
 from frugalrl.errors import FrugalError
+from frugalrl.latent.probe import PROBE_LABELS, probe_latent
+from frugalrl.latent.store import load_latent
+from frugalrl.latent.visualize import visualize_latent
+from frugalrl.tracking.runs import RunTracker
 
 
 def _latent_config(encoder: str, env_id: str) -> tuple:  # noqa: ANN202 - (LatentModels, ExperimentConfig)
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.config import validate_config
-    from frugalrl.envs.registry import is_atari
-    from frugalrl.latent.store import load_latent
-
     if not is_atari(env_id):
         raise FrugalError(
             f"--env {env_id}: a frame encoder reads Atari screens; use an ALE/ game such as ALE/Breakout-v5"
@@ -39,10 +42,6 @@ def probe_latent_command(
     mlflow: Annotated[bool, typer.Option(help="Log the figures to an MLflow run.")] = True,
 ) -> None:
     """Held-out R^2 of linear and MLP probes from the latent to RAM-annotated positions."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.checkpoint import atomic_write_bytes
-    from frugalrl.latent.probe import PROBE_LABELS, probe_latent
-
     if game not in PROBE_LABELS:
         raise FrugalError(f"--game {game!r}: no probe labels; allowed: {', '.join(PROBE_LABELS)}")
     env_id = {"breakout": "ALE/Breakout-v5", "pong": "ALE/Pong-v5"}[game]
@@ -65,9 +64,6 @@ def visualize_latent_command(
     mlflow: Annotated[bool, typer.Option(help="Log the picture to an MLflow run.")] = True,
 ) -> None:
     """Frames beside their reconstructions (with PSNR) and a 2-D projection of the latents."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.latent.visualize import visualize_latent
-
     models, config = _latent_config(encoder, env)
     path = visualize_latent(models, config, out)
     if mlflow:
@@ -77,11 +73,6 @@ def visualize_latent_command(
 
 def _log_latent_files(config: object, encoder: str, name: str, files: list[Path], metrics: dict) -> None:
     """One MLflow run holding an encoder's probe figures or picture, tagged with the encoder it describes."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    import mlflow
-
-    from frugalrl.tracking.runs import RunTracker
-
     with RunTracker(config, run_name=name) as tracker:
         mlflow.set_tag("frugalrl.encoder", encoder)
         tracker.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)}, step=0)

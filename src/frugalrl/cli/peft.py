@@ -8,8 +8,14 @@ from typing import Annotated
 import typer
 
 from frugalrl.cli.options import SetOption
+from frugalrl.config import load_config
+from frugalrl.peft.compare import compare
+from frugalrl.peft.store import apply_adapter
+from frugalrl.policy_store import save_policy
 
-peft_app = typer.Typer(no_args_is_help=True, help="Parameter-efficient fine-tuning: compare methods, apply adapters.")
+peft_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Parameter-efficient fine-tuning: compare methods, apply adapters."
+)
 
 
 @peft_app.command("compare")
@@ -24,10 +30,6 @@ def peft_compare_command(
     overrides: SetOption = None,
 ) -> None:
     """Fine-tune the source policy on every target with every method; write the comparison table."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.config import load_config
-    from frugalrl.peft.compare import compare
-
     summary = compare(load_config(config, overrides or []), out, workers, resume=resume, report_only=report_only)
     typer.echo((out / "peft_table.md").read_text())
     typer.echo(f"best parameter-efficient method: {summary['best_method']}; table: {out / 'peft_table.csv'}")
@@ -40,10 +42,6 @@ def peft_apply_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the adapted policy.pt.")],
 ) -> None:
     """Load an adapter onto its base policy; writes OUT/policy.pt (loadable by evaluate)."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.peft.store import apply_adapter
-    from frugalrl.policy_store import save_policy
-
     policy, config = apply_adapter(base, adapter)
     out.mkdir(parents=True, exist_ok=True)
     save_policy(out / "policy.pt", policy, config)

@@ -6,23 +6,25 @@ The pipelines live in the checkout (``pipelines/``, ``components/``), not in the
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlparse
 
 import typer
+import yaml
 
 from frugalrl.cli.options import SetOption
 from frugalrl.errors import FrugalError
 
-pipeline_app = typer.Typer(no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
+pipeline_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
 
 
 def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
     """Import ``pipelines.local`` from the frugalrl checkout (the repo root holds pipelines/ and components/)."""
-    import importlib
-
     candidates = [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[3]]
     if os.environ.get("FRUGALRL_HOME"):
         candidates.insert(0, Path(os.environ["FRUGALRL_HOME"]))
@@ -83,8 +85,6 @@ def _compiled(config: Path | None, profile: str | None, package: Path | None, wh
 
 
 def _parameters(items: list[str] | None) -> dict:
-    import yaml
-
     params = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -99,8 +99,6 @@ HostOption = Annotated[str, typer.Option("--host", help="The KFP API server, e.g
 
 
 def _check_host(host: str) -> None:
-    from urllib.parse import urlparse
-
     parsed = urlparse(host)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise FrugalError(f"--host {host!r} is not an http(s) URL of the KFP API; e.g. --host http://localhost:8080")
@@ -116,8 +114,6 @@ def pipeline_submit(
     params: ParamOption = None,
 ) -> None:
     """Start one run on a Kubeflow Pipelines cluster (compiles first unless --package)."""
-    import tempfile
-
     _check_host(host)
     _pipelines()  # puts the checkout's pipelines/ on the path
     from pipelines.remote import submit
@@ -138,8 +134,6 @@ def pipeline_schedule(
     params: ParamOption = None,
 ) -> None:
     """Create a recurring run on a Kubeflow Pipelines cluster."""
-    import tempfile
-
     _check_host(host)
     _pipelines()
     from pipelines.remote import kfp_cron, schedule

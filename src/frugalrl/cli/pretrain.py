@@ -8,9 +8,16 @@ from typing import Annotated
 import typer
 
 from frugalrl.cli.options import SetOption
+from frugalrl.config import load_config
+from frugalrl.envs.factory import check_env
+from frugalrl.envs.registry import is_atari
 from frugalrl.errors import FrugalError
+from frugalrl.latent.pretrain import pretrain_encoder
+from frugalrl.pivot.pretrain import pretrain_evaluator
 
-pretrain_app = typer.Typer(no_args_is_help=True, help="Pretraining steps: importance evaluator, frame encoder.")
+pretrain_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Pretraining steps: importance evaluator, frame encoder."
+)
 
 
 def _echo_registered(summary: dict) -> None:
@@ -28,11 +35,6 @@ def pretrain_evaluator_command(
     overrides: SetOption = None,
 ) -> None:
     """Pretrain the PivotRL importance evaluator on labelled baseline-PPO rollouts."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.config import load_config
-    from frugalrl.envs.factory import check_env
-    from frugalrl.pivot.pretrain import pretrain_evaluator
-
     loaded = load_config(config, overrides or [])
     check_env(loaded)
     summary = pretrain_evaluator(loaded, out, dataset)
@@ -61,11 +63,6 @@ def pretrain_encoder_command(
     With several --games, one encoder trains on frames of all of them, with a world-model head per
     game; it registers once, as atari-encoder, and runs use it by URI (latent.encoder_from).
     """
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.config import load_config
-    from frugalrl.envs.registry import is_atari
-    from frugalrl.latent.pretrain import pretrain_encoder
-
     loaded = load_config(config, overrides or [])
     if not is_atari(loaded.env.id):
         raise FrugalError(

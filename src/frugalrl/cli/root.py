@@ -1,4 +1,4 @@
-"""The ``frugalrl`` command: the root typer app every command group hangs from, and ``main``.
+"""The ``frugalrl`` command: the root group every command hangs from (imported when used), and ``main``.
 
 Every user-fixable problem is a ``FrugalError``: one line on stderr, exit code 2 (``main`` sees to it).
 """
@@ -6,46 +6,50 @@ Every user-fixable problem is a ``FrugalError``: one line on stderr, exit code 2
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sys
 
 import typer
 
-from frugalrl.cli.configs import config_app
-from frugalrl.cli.image import image_app
-from frugalrl.cli.jobs import pytorchjob_app, trainjob_app
-from frugalrl.cli.latent import probe_latent_command, visualize_latent_command
-from frugalrl.cli.ops import audit, check
-from frugalrl.cli.peft import peft_app
-from frugalrl.cli.pipeline import pipeline_app
-from frugalrl.cli.pretrain import pretrain_app
-from frugalrl.cli.training import evaluate, sync, train, tune
+from frugalrl.cli.lazy import LazyCommand, LazyGroup
 from frugalrl.errors import INTERRUPTED, FrugalError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="frugalrl: cheaper RL training, every run auditable.",
-)
+# Every command, in the order ``frugalrl --help`` lists them, with the help line it shows there: the
+# table is all the listing reads, so ``frugalrl --help`` imports no command module (nor torch, pydantic).
+# tests/test_cli.py checks each line against its command's own docstring.
+COMMANDS = {
+    "train": LazyCommand("frugalrl.cli.training:train",
+                         "Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."),
+    "tune": LazyCommand("frugalrl.cli.training:tune", "Search the config's tuning.space with Optuna; several "
+                        "workers may share one study (OPTUNA_STORAGE)."),
+    "audit": LazyCommand("frugalrl.cli.audit:audit", "Re-run a tracked run on its recorded commit and config; "
+                         "exit 0 if its metrics reproduce, 1 if not."),
+    "probe-latent": LazyCommand("frugalrl.cli.latent:probe_latent_command",
+                                "Held-out R^2 of linear and MLP probes from the latent to RAM-annotated positions."),
+    "visualize-latent": LazyCommand("frugalrl.cli.latent:visualize_latent_command", "Frames beside their "
+                                    "reconstructions (with PSNR) and a 2-D projection of the latents."),
+    "evaluate": LazyCommand("frugalrl.cli.training:evaluate",
+                            "Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."),
+    "sync": LazyCommand("frugalrl.cli.training:sync",
+                        "Send what a run kept while its MLflow store was away; mark a run that was killed KILLED."),
+    "check": LazyCommand("frugalrl.cli.check:check",
+                         "What works on this machine: torch, ALE, MuJoCo, Box2D, MLflow, kfp."),
+    "config": LazyCommand("frugalrl.cli.configs:config_app", "Experiment configs."),
+    "pipeline": LazyCommand("frugalrl.cli.pipeline:pipeline_app", "Kubeflow pipelines: compile, run locally."),
+    "pretrain": LazyCommand("frugalrl.cli.pretrain:pretrain_app",
+                            "Pretraining steps: importance evaluator, frame encoder."),
+    "peft": LazyCommand("frugalrl.cli.peft:peft_app",
+                        "Parameter-efficient fine-tuning: compare methods, apply adapters."),
+    "trainjob": LazyCommand("frugalrl.cli.jobs:trainjob_app",
+                            "Kubeflow Trainer v2 TrainJob manifests for multi-worker training (the default)."),
+    "pytorchjob": LazyCommand("frugalrl.cli.jobs:pytorchjob_app",
+                              "Kubeflow Training Operator PyTorchJob manifests (legacy; TrainJob is the default)."),
+    "image": LazyCommand("frugalrl.cli.image:image_app", "The step image: build it from this checkout, push it."),
+}  # fmt: skip
 
-# Typer lists commands in the order they are registered, top-level commands before groups:
-# the order here is the order of ``frugalrl --help``.
-app.command()(train)
-app.command()(tune)
-app.command()(audit)
-app.command("probe-latent")(probe_latent_command)
-app.command("visualize-latent")(visualize_latent_command)
-app.command()(evaluate)
-app.command()(sync)
-app.command()(check)
-app.add_typer(config_app, name="config")
-app.add_typer(pipeline_app, name="pipeline")
-app.add_typer(pretrain_app, name="pretrain")
-app.add_typer(peft_app, name="peft")
-app.add_typer(trainjob_app, name="trainjob")
-app.add_typer(pytorchjob_app, name="pytorchjob")
-app.add_typer(image_app, name="image")
+app = LazyGroup(lazy=COMMANDS, name="frugalrl", no_args_is_help=True,
+                help="frugalrl: cheaper RL training, every run auditable.")  # fmt: skip
 
 
 LIST_OPTIONS = ("--games",)  # options that take several values after one flag, as users type lists
@@ -74,8 +78,6 @@ def main(argv: list[str] | None = None) -> None:
     Click runs outside its standalone mode so that every way out passes here: a usage error is
     one line (not a usage box), Ctrl-C is a message and 130 (Click would print "Aborted!", exit 1).
     """
-    import logging
-
     # MLflow's INFO lines ("Creating initial MLflow database tables...") are not the user's business:
     # the variable covers an import still to come, the level one that already happened
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")

@@ -9,10 +9,16 @@ from typing import Annotated, Any
 import typer
 
 from frugalrl.cli.options import SetOption
+from frugalrl.config import MAX_EVAL_EPISODES, EnvConfig, load_config, validate_config
+from frugalrl.envs.factory import env_spaces
 from frugalrl.errors import FrugalError
-
-# eval.episodes' bound (frugalrl.config.MAX_EVAL_EPISODES, not imported: the CLI starts without pydantic)
-MAX_EVAL_EPISODES = 10_000
+from frugalrl.evaluation import evaluate_policy
+from frugalrl.fusion.launch import train_on_workers, under_torchrun
+from frugalrl.policy_store import load_policy
+from frugalrl.tracking.offline import sync_run_dir
+from frugalrl.train import train as run_training
+from frugalrl.tuning import tune as run_tuning
+from frugalrl.video import record_episode
 
 
 def train(
@@ -25,11 +31,6 @@ def train(
     overrides: SetOption = None,
 ) -> None:
     """Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.config import load_config
-    from frugalrl.fusion.launch import train_on_workers, under_torchrun
-    from frugalrl.train import train as run_training
-
     if workers is not None:
         overrides = [*(overrides or []), f"distributed.workers={workers}"]
     if config is not None and out is not None and not under_torchrun():
@@ -74,10 +75,6 @@ def tune(
     overrides: SetOption = None,
 ) -> None:
     """Search the config's tuning.space with Optuna; several workers may share one study (OPTUNA_STORAGE)."""
-    # why here: torch, pydantic, gymnasium, optuna; frugalrl --help starts without them
-    from frugalrl.config import load_config
-    from frugalrl.tuning import tune as run_tuning
-
     result = run_tuning(load_config(config, overrides or []), out, worker)
     typer.echo(f"best {result['best_value']:.2f} with {' '.join(result['best_overrides'])}")
     typer.echo(f"trials: {result['trials']}; best: {out / 'best.json'}")
@@ -97,11 +94,6 @@ def evaluate(
     ] = None,
 ) -> None:
     """Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.config import EnvConfig, validate_config
-    from frugalrl.evaluation import evaluate_policy
-    from frugalrl.policy_store import load_policy
-
     policy = load_policy(model_uri)
     saved = EnvConfig.saved(policy.spec["env"])
     env_config = EnvConfig.model_validate(saved)
@@ -117,9 +109,6 @@ def evaluate(
             f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)"
         )
     if video is not None:
-        # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-        from frugalrl.video import record_episode
-
         recorded = record_episode(policy, env_config, video, seed=seed)
         typer.echo(
             f"video: {recorded['path']} (episode from seed {seed}: return {recorded['episode_return']:.1f}, "
@@ -130,9 +119,6 @@ def evaluate(
 
 def _same_spaces(trained: Any, other: Any) -> None:
     """Refuse ``evaluate --env`` on an env whose observations or actions the policy cannot take."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.envs.factory import env_spaces
-
     (obs_a, act_a), (obs_b, act_b) = env_spaces(trained), env_spaces(other)
     if (
         obs_a.shape != obs_b.shape
@@ -148,7 +134,4 @@ def _same_spaces(trained: Any, other: Any) -> None:
 
 def sync(run_dir: Annotated[Path, typer.Argument(help="A run directory (the --out of train).")]) -> None:
     """Send what a run kept while its MLflow store was away; mark a run that was killed KILLED."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.tracking.offline import sync_run_dir
-
     typer.echo(sync_run_dir(run_dir))

@@ -1,4 +1,4 @@
-"""Commands about the installation and past runs rather than new ones: ``audit``, ``check``."""
+"""``frugalrl audit``: re-run a past run and say whether its metrics reproduce."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from frugalrl.audit import audit as run_audit
 
 
 def audit(
@@ -19,26 +21,10 @@ def audit(
     """Re-run a tracked run on its recorded commit and config; exit 0 if its metrics reproduce, 1 if not.
 
     The re-run's image digest is this process's FRUGALRL_IMAGE_DIGEST (unknown outside the step image)."""
-    # why here: torch, pydantic, gymnasium; frugalrl --help starts without them
-    from frugalrl.audit import audit as run_audit
-
     result = run_audit(run_id, repo, keep=keep, allow_image_change=allow_image_change)
     verdict = "reproduced" if result["reproduced"] else "NOT reproduced"
     typer.echo(f"run {run_id} at {result['commit'][:12]} on {result['device']}: {verdict} ({result['criterion']})")
     for line in result["differences"] + result["notes"]:
         typer.echo(f"  {line}")
     if not result["reproduced"]:
-        raise typer.Exit(1)
-
-
-def check(
-    benchmark_mode: Annotated[bool, typer.Option("--benchmark-mode", help="Add a short hardware probe.")] = False,
-) -> None:
-    """What works on this machine: torch, ALE, MuJoCo, Box2D, MLflow, kfp."""
-    # why here: numpy; frugalrl --help starts without it
-    from frugalrl.doctor import print_report, run_checks
-
-    results = run_checks(benchmark_mode)
-    print_report(results)
-    if any(not r.ok for r in results):
         raise typer.Exit(1)
