@@ -8,8 +8,8 @@ from components import FRUGALRL_IMAGE
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
 def collect_rollouts(config_yaml: str, overrides: list, stage: str, dataset: Output[Dataset]):
-    """Collect with ``frugalrl.steps.collect_step`` for pretraining stage ``stage``; the Dataset is an npz file."""
-    from frugalrl.steps import collect_step
+    """Collect with ``frugalrl.ops.steps.collect_step`` for pretraining stage ``stage``; the Dataset is an npz file."""
+    from frugalrl.ops.steps import collect_step
 
     info = collect_step(config_yaml, [str(o) for o in overrides], dataset.path, stage)
     dataset.metadata.update(

@@ -12,10 +12,10 @@ from components import FRUGALRL_IMAGE
 def evaluate(model: Input[Model], episodes: int, seed: int, metrics: Output[Metrics]) -> NamedTuple(
     "EvalOutputs", eval_mean=float, eval_returns=list
 ):
-    """Evaluate the policy over ``episodes`` fixed seeds with ``frugalrl.steps.evaluate_step``."""
+    """Evaluate the policy over ``episodes`` fixed seeds with ``frugalrl.ops.steps.evaluate_step``."""
     from collections import namedtuple
 
-    from frugalrl.steps import evaluate_step
+    from frugalrl.ops.steps import evaluate_step
 
     result = evaluate_step(model.path, episodes, seed)
     for key in ("eval_mean", "eval_std", "eval_iqm", "eval_ci_low", "eval_ci_high", "eval_episodes"):

@@ -19,11 +19,11 @@ def peft_compare(
     best: Output[Model],
     comparison: Output[Artifact],
 ):
-    """Run ``frugalrl.steps.peft_compare_step`` on the source run; ``best`` is the best method's policy."""
+    """Run ``frugalrl.ops.steps.peft_compare_step`` on the source run; ``best`` is the best method's policy."""
     import shutil
     from pathlib import Path
 
-    from frugalrl.steps import peft_compare_step
+    from frugalrl.ops.steps import peft_compare_step
 
     out = Path(comparison.path)
     summary = peft_compare_step(config_yaml, [str(o) for o in overrides], base.path, str(out), pipeline_run_id)

@@ -14,8 +14,8 @@ def pretrain(
     config_yaml: str, overrides: list, stage: str, dataset: Input[Dataset], pretrained: Output[Model],
     metrics: Output[Metrics],
 ):  # fmt: skip
-    """Train with ``frugalrl.steps.pretrain_step``; the Model is the directory the stage wrote."""
-    from frugalrl.steps import pretrain_step
+    """Train with ``frugalrl.ops.steps.pretrain_step``; the Model is the directory the stage wrote."""
+    from frugalrl.ops.steps import pretrain_step
 
     summary = pretrain_step(config_yaml, [str(o) for o in overrides], dataset.path, pretrained.path, stage)
     pretrained.metadata.update(

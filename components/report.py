@@ -20,10 +20,10 @@ def report(
     peft_comparison: Input[Artifact] = None,
     peft_promotion: Input[Markdown] = None,
 ):
-    """Build the report with ``frugalrl.steps.report_step``: one section per branch the profile ran."""
+    """Build the report with ``frugalrl.ops.steps.report_step``: one section per branch the profile ran."""
     from pathlib import Path
 
-    from frugalrl.steps import report_step
+    from frugalrl.ops.steps import report_step
 
     def branch(runs: dict, *decisions) -> dict:
         return {"runs": {label: a.path for label, a in runs.items() if a is not None},

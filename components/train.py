@@ -17,12 +17,12 @@ def train(
     stage: str = "",
     tuned: list = [],  # noqa: B006 - KFP needs a literal default
 ):
-    """Train a policy with ``frugalrl.steps.train_step``; the Model artifact is the run directory.
+    """Train a policy with ``frugalrl.ops.steps.train_step``; the Model artifact is the run directory.
 
     ``pretrained``: what pretraining stage ``stage`` produced; the library points the config at it.
     ``tuned``: the best trial's overrides from the ``tune`` stage, applied last.
     """
-    from frugalrl.steps import train_step, training_metrics
+    from frugalrl.ops.steps import train_step, training_metrics
 
     overrides = [str(o) for o in overrides] + [str(o) for o in tuned]
     path = pretrained.path if pretrained is not None else ""

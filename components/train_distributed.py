@@ -21,8 +21,8 @@ def train_distributed(
     tuned: list = [],  # noqa: B006 - KFP needs a literal default
     job_kind: str = "TrainJob",
 ):
-    """Launch and follow the job (``frugalrl.steps.train_distributed_step``); Model: the rank-0 run."""
-    from frugalrl.steps import train_distributed_step
+    """Launch and follow the job (``frugalrl.ops.steps.train_distributed_step``); Model: the rank-0 run."""
+    from frugalrl.ops.steps import train_distributed_step
 
     all_overrides = [str(o) for o in overrides] + [str(o) for o in tuned]
     summary = train_distributed_step(

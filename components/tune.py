@@ -16,12 +16,12 @@ def tune_worker(
     pretrained: Input[Model] = None,
     stage: str = "",
 ):
-    """Run ``frugalrl.steps.tune_step``: this worker's trials of the shared study (``OPTUNA_STORAGE``),
+    """Run ``frugalrl.ops.steps.tune_step``: this worker's trials of the shared study (``OPTUNA_STORAGE``),
     one study per pipeline run. ``pretrained``: what pretraining stage ``stage`` produced, which every
     trial starts from, as the tuned training will."""
     import tempfile
 
-    from frugalrl.steps import tune_step
+    from frugalrl.ops.steps import tune_step
 
     path = pretrained.path if pretrained is not None else ""
     result = tune_step(config_yaml, [str(o) for o in overrides], tempfile.mkdtemp(prefix="tune-"), worker,
@@ -33,7 +33,7 @@ def tune_worker(
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)
 def tune_best(config_yaml: str, overrides: list, pipeline_run_id: str) -> list:
-    """The best finished trial's overrides (``frugalrl.steps.tune_best_step``), for the training stage."""
-    from frugalrl.steps import tune_best_step
+    """The best finished trial's overrides (``frugalrl.ops.steps.tune_best_step``), for the training stage."""
+    from frugalrl.ops.steps import tune_best_step
 
     return tune_best_step(config_yaml, [str(o) for o in overrides], pipeline_run_id)

@@ -17,7 +17,7 @@ from google.protobuf import struct_pb2
 from kfp import local
 
 from frugalrl.errors import FrugalError
-from frugalrl.images import ImageRecord, check_reference, digest_of, load_record, require_local_image
+from frugalrl.ops.images import ImageRecord, check_reference, digest_of, load_record, require_local_image
 from frugalrl.tracking.provenance import IMAGE_DIGEST_ENV, IMAGE_REF_ENV
 
 REPO = Path(__file__).resolve().parent.parent

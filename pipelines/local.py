@@ -16,7 +16,7 @@ from kfp import compiler, local
 from frugalrl.config import load_config
 from frugalrl.credentials import redact_text, shown
 from frugalrl.errors import PipelineFailed
-from frugalrl.images import DEFAULT_IMAGE
+from frugalrl.ops.images import DEFAULT_IMAGE
 from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
 from pipelines.console import StageConsole, stage_names
 from pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image

@@ -14,7 +14,7 @@ branch without those profile stages). With ``gpu: true`` every training and pret
 asks for ``nvidia.com/gpu`` with the profile's CPU/memory requests and limits, and lands on the
 GPU node pool through a node selector and a toleration given as pipeline parameters (the names
 are the cluster's, not the code's; their defaults are the profile's ``resources``, typed in
-``frugalrl.profiles``). Training stages retry with backoff; collection and pretraining are cached
+``frugalrl.ops.profiles``). Training stages retry with backoff; collection and pretraining are cached
 (same config text and inputs, same outputs), evaluation and promotion never are (one sub-pipeline,
 ``pipelines.stages.evaluate_and_register``, for every registered model). Models pass between stages
 as KFP artifacts (run directories); the registry holds them as MLflow models for everything downstream.
@@ -31,9 +31,10 @@ from components.train_distributed import train_distributed
 from components.tune import tune_best, tune_worker
 from kfp import dsl, kubernetes
 
-from frugalrl import pretraining, profiles
-from frugalrl.images import DEFAULT_IMAGE
-from frugalrl.profiles import Profile, ProfileStage
+from frugalrl import pretraining
+from frugalrl.ops import profiles
+from frugalrl.ops.images import DEFAULT_IMAGE
+from frugalrl.ops.profiles import Profile, ProfileStage
 from pipelines.stages import evaluate_and_register, pretrained_input
 
 REPO = Path(__file__).resolve().parent.parent

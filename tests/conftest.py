@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from frugalrl.config import ExperimentConfig, validate_config
-from frugalrl.images import ImageRecord, load_record
+from frugalrl.ops.images import ImageRecord, load_record
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -175,7 +175,7 @@ def step_image(tmp_path_factory) -> ImageRecord:
     """The CPU image of this checkout: the recorded build when it is of this commit, else a new build."""
     record = load_record(REPO, "cpu")
     if not _current(record):
-        from frugalrl.images import build_image
+        from frugalrl.ops.images import build_image
 
         base = (
             BASE if subprocess.run(["docker", "image", "inspect", BASE], capture_output=True).returncode == 0 else None

@@ -9,7 +9,7 @@ import mlflow
 import pytest
 from mlflow import MlflowClient
 
-from frugalrl.audit import AuditError, audit, compare_metrics
+from frugalrl.ops.audit import AuditError, audit, compare_metrics
 from frugalrl.tracking import check_tracking, git_dirty
 from frugalrl.train import train
 

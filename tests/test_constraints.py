@@ -10,7 +10,7 @@ from importlib import metadata
 
 import pytest
 
-from frugalrl.image_context import FLAVOR_PYTHON, pinned_versions
+from frugalrl.ops.image_context import FLAVOR_PYTHON, pinned_versions
 
 from .conftest import REPO
 

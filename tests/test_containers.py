@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from frugalrl.cli import main
-from frugalrl.images import ImageRecord, daemon_available
+from frugalrl.ops.images import ImageRecord, daemon_available
 
 from .conftest import IN_CI, REPO, _free_port
 

@@ -186,7 +186,7 @@ def test_a_tuned_pipeline_and_its_registered_model_hold_the_secret_nowhere(tmp_p
 def test_an_audit_of_a_run_made_with_a_secret_reproduces_without_it(tmp_path, monkeypatch):
     import mlflow
 
-    from frugalrl.audit import audit
+    from frugalrl.ops.audit import audit
     from frugalrl.tracking import check_tracking
     from frugalrl.train import train
 

@@ -100,7 +100,7 @@ def test_epsilon_decays_linearly_to_its_floor():
 def test_pipeline_train_step_takes_an_off_policy_config_and_logs_its_trace(tmp_path):
     from mlflow import MlflowClient
 
-    from frugalrl.steps import train_step
+    from frugalrl.ops.steps import train_step
 
     config = dqn_config(replay={"kind": "tiered"}, tracking={"enabled": True, "log_model": True})
     summary = train_step(json.dumps(config.to_dict()), [], str(tmp_path / "run"), pipeline_run_id="p-1")

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from frugalrl.cli import main
-from frugalrl.image_context import context_files, write_context
-from frugalrl.images import ImageRecord, digest_of, save_record
+from frugalrl.ops.image_context import context_files, write_context
+from frugalrl.ops.images import ImageRecord, digest_of, save_record
 
 from .conftest import REPO
 
@@ -30,7 +30,7 @@ def test_no_daemon_is_one_line(monkeypatch, capsys):
 
 def test_the_context_holds_what_the_dockerfiles_copy_and_the_extras(tmp_path):
     names = context_files(REPO)
-    for needed in ("pyproject.toml", "README.md", "src/frugalrl/images.py", "images/Dockerfile.cpu",
+    for needed in ("pyproject.toml", "README.md", "src/frugalrl/ops/images.py", "images/Dockerfile.cpu",
                    "images/entrypoint.sh", "components/train.py", "profiles/quick.yaml"):  # fmt: skip
         assert needed in names
     assert not [n for n in names if n.startswith((".venv", "tests/", "benchmarks/")) or "__pycache__" in n]
@@ -104,7 +104,7 @@ def test_pinning_names_the_image_of_the_pytorchjob_workers_too(tmp_path):
 
 
 def test_a_build_that_reaches_no_registry_names_the_local_base():
-    from frugalrl.images import build_failure
+    from frugalrl.ops.images import build_failure
 
     dns = ('Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.0.0.2:53: '
            "no such host")  # fmt: skip

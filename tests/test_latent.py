@@ -390,7 +390,7 @@ def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
 @pytest.mark.slow
 def test_local_latent_pipeline_steps_chain(tmp_path):
     """collect -> pretrain encoder -> curriculum train, as the components call them (no KFP)."""
-    from frugalrl.steps import collect_step, pretrain_step, train_step
+    from frugalrl.ops.steps import collect_step, pretrain_step, train_step
 
     config = breakout()
     text = json.dumps({**config.to_dict(), "tracking": {"enabled": True, "experiment": "t", "log_model": True}})

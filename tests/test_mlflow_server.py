@@ -26,7 +26,7 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from frugalrl.cli import main
-from frugalrl.images import daemon_available
+from frugalrl.ops.images import daemon_available
 from frugalrl.tracking import git_dirty
 
 from .conftest import IN_CI, needs_postgres, running_mlflow_server
@@ -148,7 +148,7 @@ def test_production_dag_against_mlflow_server_on_postgres(server_dag, tmp_path, 
 
     assert load_policy("models:/pendulum-policy-adapted@challenger").spec["env"]["id"] == "InvertedPendulum-v5"
     if not git_dirty():  # the audit re-runs committed code only
-        from frugalrl.audit import audit
+        from frugalrl.ops.audit import audit
 
         result = audit(champion.run_id, keep=tmp_path / "audit")
         assert result["reproduced"], result["differences"]

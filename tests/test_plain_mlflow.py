@@ -78,7 +78,7 @@ def test_frugalrl_loads_a_logged_policy_with_its_own_classes(tmp_path):
 
 def _registered(run_dir, name: str, episodes: int = 5) -> tuple[str, dict]:
     """The pipeline's evaluate and register steps on ``run_dir``: the registered version's URI and evaluation."""
-    from frugalrl.steps import evaluate_step, register_step
+    from frugalrl.ops.steps import evaluate_step, register_step
 
     evaluated = evaluate_step(str(run_dir), episodes, 10_000)
     registered = register_step(str(run_dir), name, evaluated["returns"], 10_000)

@@ -21,7 +21,7 @@ from pipelines.training import pipeline_for, pipeline_kind
 import frugalrl.pretraining
 from frugalrl import pretraining
 from frugalrl.errors import ConfigError
-from frugalrl.steps import collect_step, pretrain_step, train_step
+from frugalrl.ops.steps import collect_step, pretrain_step, train_step
 
 from .conftest import REPO, tiny_config
 

@@ -125,7 +125,7 @@ def test_unknown_profile_is_a_clear_error(tmp_path):
 
 def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     """The report stage's library call on real run directories."""
-    from frugalrl.steps import report_step
+    from frugalrl.ops.steps import report_step
     from frugalrl.train import train
 
     from .conftest import tiny_config
@@ -149,7 +149,7 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     # the policy plays in the page: its recorded episode, inline
     assert "data:image/gif;base64," in text and "policy: episode from seed 10000" in text
     assert (tmp_path / "videos" / "policy.gif").is_file()
-    from frugalrl.report import Branch, RunInput, build_report
+    from frugalrl.ops.report import Branch, RunInput, build_report
 
     with_baseline = build_report([Branch("pivot", [RunInput("pivot", run)])], baseline=RunInput("ppo", run))
     assert "FLOPs / baseline" in with_baseline and "1.000" in with_baseline
@@ -175,7 +175,7 @@ def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):
 
 
 def test_report_markdown_becomes_tables_lists_and_headings():
-    from frugalrl.report import _markdown
+    from frugalrl.ops.report import _markdown
 
     source = "# PEFT\n\n| method | return |\n| --- | ---: |\n| lora | **76.7** |\n\n- one `x`\n- two\n\ntext <b>"
     html = _markdown(source)
@@ -187,7 +187,7 @@ def test_report_markdown_becomes_tables_lists_and_headings():
 
 
 def test_report_plots_the_world_model_against_real_play_for_latent_runs(tmp_path):
-    from frugalrl.report import Branch, RunInput, build_report
+    from frugalrl.ops.report import Branch, RunInput, build_report
 
     quality = {"wm_horizon_k": 16.0, "wm_latent_error_k": 0.01, "wm_latent_error_k_copy": 0.02,
                "wm_reward_accuracy": 0.97, "wm_reward_accuracy_nonzero": None, "wm_done_accuracy": 0.99,

@@ -10,7 +10,7 @@ import yaml
 
 from frugalrl.cli import main
 from frugalrl.errors import ConfigError
-from frugalrl.profiles import Resources, load_profile, validate_profile
+from frugalrl.ops.profiles import Resources, load_profile, validate_profile
 
 from .conftest import REPO
 
@@ -121,7 +121,7 @@ def test_cli_profile_errors_are_one_line_with_exit_code_2(tmp_path, capsys, prof
 
 
 def test_the_library_never_imports_kfp():
-    code = "import sys, frugalrl.profiles, frugalrl.config; sys.exit('kfp' in sys.modules)"
+    code = "import sys, frugalrl.ops.profiles, frugalrl.config; sys.exit('kfp' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
-    lines = (REPO / "src" / "frugalrl" / "profiles.py").read_text().splitlines()
+    lines = (REPO / "src" / "frugalrl" / "ops" / "profiles.py").read_text().splitlines()
     assert not [line for line in lines if line.startswith(("import kfp", "from kfp"))]

@@ -10,7 +10,7 @@ import pytest
 from mlflow import MlflowClient
 
 from frugalrl.config import PromotionConfig
-from frugalrl.promotion import decide
+from frugalrl.ops.promotion import decide
 from frugalrl.tracking import check_tracking, gate_promotion, register_model
 from frugalrl.train import train
 
@@ -144,7 +144,7 @@ def test_gate_keeps_a_first_version_that_does_nothing_out_of_champion(tmp_path):
         client.get_model_version_by_alias(name, "champion")
     from pipelines.local import _champion_line
 
-    from frugalrl.steps import registration_markdown
+    from frugalrl.ops.steps import registration_markdown
 
     # the report and the console say plainly that nothing was learned yet, and why
     assert "demonstrates the machinery" in registration_markdown(

@@ -7,7 +7,7 @@ import os
 
 from mlflow import MlflowClient
 
-from frugalrl.steps import train_step
+from frugalrl.ops.steps import train_step
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, lineage_tags
 
 from .conftest import tiny_config

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from frugalrl.steps import report_step
+from frugalrl.ops.steps import report_step
 from frugalrl.train import train
 
 from .conftest import tiny_config

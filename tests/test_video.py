@@ -10,9 +10,9 @@ from PIL import Image
 from frugalrl.cli import main
 from frugalrl.config import EnvConfig, load_config
 from frugalrl.evaluation import evaluate_policy
+from frugalrl.ops.video import VideoUnavailable, record_episode
 from frugalrl.policy_store import load_policy
 from frugalrl.train import train
-from frugalrl.video import VideoUnavailable, record_episode
 
 from .conftest import REPO, tiny_config
 
@@ -82,7 +82,7 @@ def test_an_atari_policy_is_recorded_at_the_native_resolution(tmp_path):
 
 
 def test_mujoco_gl_is_the_users_choice_else_the_first_backend_that_renders(monkeypatch):
-    from frugalrl import video
+    from frugalrl.ops import video
 
     tried = []
     monkeypatch.setattr(video, "_probe_gl", lambda backend: tried.append(backend) or backend == "osmesa")

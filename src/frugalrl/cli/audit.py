@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from frugalrl.audit import audit as run_audit
+from frugalrl.ops.audit import audit as run_audit
 
 
 def audit(

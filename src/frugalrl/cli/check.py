@@ -1,7 +1,7 @@
 """``frugalrl check``: what works on this machine.
 
 A module of its own: the doctor reports a broken torch or ALE rather than failing to start, so this
-command imports only ``frugalrl.doctor`` (numpy; each check imports what it checks).
+command imports only ``frugalrl.ops.doctor`` (numpy; each check imports what it checks).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from frugalrl.doctor import print_report, run_checks
+from frugalrl.ops.doctor import print_report, run_checks
 
 
 def check(

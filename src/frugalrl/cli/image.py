@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from frugalrl.cli.pipeline import _pipelines
-from frugalrl.images import build_image, push_image
+from frugalrl.ops.images import build_image, push_image
 
 image_app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="The step image: build it from this checkout, push it."

@@ -14,11 +14,11 @@ from frugalrl.envs.factory import env_spaces
 from frugalrl.errors import FrugalError
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.fusion.launch import train_on_workers, under_torchrun
+from frugalrl.ops.video import record_episode
 from frugalrl.policy_store import load_policy
 from frugalrl.tracking.offline import sync_run_dir
 from frugalrl.train import train as run_training
 from frugalrl.tuning import tune as run_tuning
-from frugalrl.video import record_episode
 
 
 def train(

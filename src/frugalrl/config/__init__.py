@@ -10,7 +10,7 @@ by topic, ``experiment`` the root with its hash, ``overrides``, ``errors``, ``lo
 
 from __future__ import annotations
 
-# frugalrl.profiles types its own file with these two (strict models, one-line errors)
+# frugalrl.ops.profiles types its own file with these two (strict models, one-line errors)
 from frugalrl.config._base import _Strict as _Strict
 from frugalrl.config.algos import DQNConfig, PPOConfig, SACConfig
 from frugalrl.config.env import AtariConfig, DynamicsConfig, EnvConfig

@@ -53,7 +53,7 @@ class TrackingConfig(_Strict):
 
 
 class PromotionConfig(_Strict):
-    """The registry's promotion gate (``frugalrl.promotion``): statistical support or no promotion."""
+    """The registry's promotion gate (``frugalrl.ops.promotion``): statistical support or no promotion."""
 
     test: Literal["welch", "bootstrap"] = "welch"
     alpha: float = Field(0.05, gt=0.0, lt=0.5, description="significance level (welch) / interval tail (bootstrap)")

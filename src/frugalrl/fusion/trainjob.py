@@ -21,7 +21,7 @@ import typing
 from typing import Any
 
 from frugalrl.errors import ConfigError
-from frugalrl.images import REFERENCE
+from frugalrl.ops.images import REFERENCE
 
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
 RUNTIME = "torch-distributed"  # the ClusterTrainingRuntime Kubeflow Trainer installs for PyTorch

@@ -2,7 +2,7 @@
 
 Two promotion paths share one champion routine (``challenge``): ``promote_if_better``
 (pretrained encoders and evaluators: plain score comparison) and ``gate_promotion``
-(policies: the statistical gate of ``frugalrl.promotion``).
+(policies: the statistical gate of ``frugalrl.ops.promotion``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalrl.config import ExperimentConfig, PromotionConfig
-from frugalrl.promotion import GateDecision, decide
+from frugalrl.ops.promotion import GateDecision, decide
 from frugalrl.tracking.runs import RunTracker
 from frugalrl.tracking.store import registry_client
 
@@ -102,7 +102,7 @@ def gate_promotion(
     promotion: PromotionConfig,
     random_returns: Callable[[], list[float]] | None = None,
 ) -> dict[str, Any]:
-    """Alias ``version`` as ``challenger``; move ``champion`` to it only if ``frugalrl.promotion``'s test says so.
+    """Alias ``version`` as ``challenger``; move ``champion`` to it only if ``frugalrl.ops.promotion``'s test says so.
 
     The evaluation returns and their seed are stored as version tags, so the next challenger is
     compared on the same seeds; the decision and its evidence go to the version's tags and to

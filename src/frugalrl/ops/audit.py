@@ -119,7 +119,7 @@ def audit(
         raise AuditError(f"run {run_id} recorded no git commit (trained outside a git checkout): nothing to re-run")
     if tags.get("frugalrl.git_dirty") == "true":
         raise AuditError(f"run {run_id} was trained from a checkout with uncommitted changes: its code is in no commit")
-    repo = (repo or Path(__file__).resolve().parents[2]).resolve()
+    repo = (repo or Path(__file__).resolve().parents[3]).resolve()
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="frugalrl-audit-"))
     recorded_dir = _download(run_id, work / "recorded")
     tree = _worktree(repo, commit, work / "code")

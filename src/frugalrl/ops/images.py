@@ -28,7 +28,14 @@ from typing import Any
 
 from frugalrl import __version__
 from frugalrl.errors import FrugalError
-from frugalrl.image_context import FLAVOR_PYTHON, git_output, local_wheels, pinned_versions, pip_setting, write_context
+from frugalrl.ops.image_context import (
+    FLAVOR_PYTHON,
+    git_output,
+    local_wheels,
+    pinned_versions,
+    pip_setting,
+    write_context,
+)
 
 # What every compiled step names until a compile or run pins another (``pipelines.containers.pinned_image``):
 # the tag ``docker build -f images/Dockerfile.cpu -t frugalrl:0.1.0-cpu .`` gives.

@@ -16,17 +16,17 @@ from frugalrl.config import ExperimentConfig, config_from_yaml_text, load_config
 from frugalrl.errors import ConfigError, FrugalError, PipelineFailed, TrackingError
 from frugalrl.evaluation import evaluate_policy, random_policy_returns, scoring_protocol
 from frugalrl.fusion.jobs import distributed_manifest, submit_job
+from frugalrl.ops.report import Branch, RunInput, build_report
+from frugalrl.ops.video import record_episode
 from frugalrl.peft.compare import compare
 from frugalrl.policy_store import load_policy_file
 from frugalrl.pretraining import PretrainStage
-from frugalrl.report import Branch, RunInput, build_report
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
 from frugalrl.tracking.registry import gate_promotion, register_model
 from frugalrl.tracking.store import check_tracking
 from frugalrl.train import train
 from frugalrl.tuning import best_overrides, tune
-from frugalrl.video import record_episode
 
 
 def _pretraining(config: ExperimentConfig, stage: str) -> PretrainStage:

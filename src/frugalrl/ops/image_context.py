@@ -1,5 +1,5 @@
 """The step image's build context: the checkout's files, the CPU torch wheel and CA bundle pip uses here, and
-the versions CI ran as pip constraints (see ``frugalrl.images`` for the build itself)."""
+the versions CI ran as pip constraints (see ``frugalrl.ops.images`` for the build itself)."""
 
 from __future__ import annotations
 

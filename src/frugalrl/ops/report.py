@@ -2,10 +2,10 @@
 
 One section per branch of the pipeline (CartPole with PivotRL, the latent Breakout curriculum,
 the MuJoCo PEFT transfer), each holding what its inputs allow: each policy's recorded episode
-(``frugalrl.video``) as an inline GIF or the line saying why there is none, the promotion
+(``frugalrl.ops.video``) as an inline GIF or the line saying why there is none, the promotion
 decisions with their statistics, the learning curve (running episode return against real env
 steps), the cost per stage (training FLOPs, env steps, wall-clock), the PEFT comparison (table
-and plot), the seed documents' claims beside this run's figures (``frugalrl.claims``) and any
+and plot), the seed documents' claims beside this run's figures (``frugalrl.ops.claims``) and any
 latent visualisation PNG. Technique-vs-baseline ratios close the page when a baseline is given.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from frugalrl.claims import claim_rows, run_summary
+from frugalrl.ops.claims import claim_rows, run_summary
 
 
 @dataclass
