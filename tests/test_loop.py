@@ -194,6 +194,14 @@ def test_the_cpu_budget_stops_at_the_first_update_past_it():
     assert not CpuBudget(99.0).stopped
 
 
+def test_the_cpu_budget_decides_on_the_rows_cpu_seconds_where_the_row_has_them():
+    from frugalrl.loop import CpuBudget
+
+    budget = CpuBudget(3.0, clock=lambda: 100.0)  # a clock read after the row: past the budget
+    assert budget.on_update(FakeLearner(num_updates=1), {"cpu_s": 2.999}) is None and not budget.stopped
+    assert budget.on_update(FakeLearner(num_updates=1), {"cpu_s": 3.0}) is False and budget.stopped
+
+
 def test_train_does_not_import_the_cli_and_python_m_frugalrl_runs_it():
     code = "import sys, frugalrl.train, frugalrl.peft.compare, frugalrl.tuning; print('frugalrl.cli' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

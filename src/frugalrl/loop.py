@@ -79,7 +79,10 @@ class CpuBudget(Callback):
         self.stopped = False
 
     def on_update(self, learner: Learner, metrics: dict[str, Any]) -> bool | None:
-        if self.clock() >= self.budget_s:
+        # the row's own figure where ``Throughput`` put one: the stop is decided on what metrics.jsonl shows
+        # (a fresh clock here, read after the row was written, could stop a run whose last row is under budget)
+        spent = metrics.get("cpu_s")
+        if (self.clock() if spent is None else spent) >= self.budget_s:
             self.stopped = True
             return False
         return None
