@@ -353,6 +353,21 @@ def load1(load: str | None) -> float | None:
         return None
 
 
+def cpu_models(rows: Sequence[dict]) -> str:
+    """The CPU model the rows ran on; where batches ran on different ones, each with its batches (a figure
+    from one host is not silently labelled with another's)."""
+    batches_of: dict[str, list[str]] = {}
+    for row in rows:
+        cpu = str(row.get("machine", {}).get("cpu", "?"))
+        batch = str(row.get("batch"))
+        if batch not in batches_of.setdefault(cpu, []):
+            batches_of[cpu].append(batch)
+    if len(batches_of) == 1:
+        return next(iter(batches_of))
+    return ", ".join(f"{cpu} ({'batch' if len(b) == 1 else 'batches'} {', '.join(f'`{x}`' for x in b)})"
+                     for cpu, b in batches_of.items())  # fmt: skip
+
+
 def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
     """The "every table says" block of a table rendered from stored rows (oldest first)."""
     first, last = rows[0], rows[-1]
@@ -371,7 +386,7 @@ def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
         f"- date: {first.get('timestamp')} to {last.get('timestamp')}; frugalrl commit {', '.join(commits)}; "
         f"results: `{where}`, batch {', '.join(f'`{b}`' for b in batches)}",
         f"- machine: {cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
-        f"{machine.get('cpu', '?')} (`lscpu` model name), "
+        f"{cpu_models(rows)} (`lscpu` model name), "
         f"GPU: {machine.get('gpu', '?')}",
         f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items()) or 'not recorded'}",
         f"- load average (1/5/15 min) before the first run: {first.get('load_before')}; after the last: "

@@ -70,6 +70,13 @@ def _steps(row: dict, threshold: str | None = None) -> float:
     return float(steps if steps is not None else row["budget_steps"])
 
 
+def _train_return_difference(paired: list[dict]) -> _report.Paired:
+    """Fractal - residual in mean training return (the area under the learning curve), paired by seed: the
+    figure that still separates them where no run reached the threshold within the budget."""
+    return _report.paired_difference([(p["fractal"]["mean_train_return"], p["residual"]["mean_train_return"])
+                                      for p in paired])  # fmt: skip
+
+
 def report(rows: list[dict], results: Path) -> str:
     lines = [
         "DQN with every other RMT part off; every contender of an env has the same env steps and gradient steps. "
@@ -104,10 +111,14 @@ def report(rows: list[dict], results: Path) -> str:
         if paired:
             steps = _report.paired_ratio([(_steps(p["fractal"]), _steps(p["residual"])) for p in paired])
             ret = _report.paired_difference([(p["fractal"]["eval_mean"], p["residual"]["eval_mean"]) for p in paired])
+            auc = _train_return_difference(paired)
             fewer = sum(_steps(p["fractal"]) < _steps(p["residual"]) for p in paired)
+            higher = sum(d > 0 for d in auc.per_seed)
             lines += ["", f"Fractal / residual, paired by seed ({len(paired)} seeds): steps to {thresholds[0]} "
                       f"{steps.text()} (ratio of medians / median of per-seed ratios; below 1: the fractal block "
-                      f"gets there sooner; fewer steps on {fewer} of {len(paired)} seeds); eval return fractal - "
+                      f"gets there sooner; fewer steps on {fewer} of {len(paired)} seeds); mean training return "
+                      f"fractal - residual {auc.text('{:+.1f}')} (difference of medians / median of per-seed "
+                      f"differences; higher on {higher} of {len(paired)} seeds); eval return fractal - "
                       f"residual {ret.text('{:+.1f}')}."]  # fmt: skip
         lines.append("")
     return "\n".join([*lines, *_report.rows_lines(rows, results)])

@@ -514,9 +514,11 @@ def fractal_vs_residual() -> Finding:
         ratio = _report.paired_ratio([(_censored_steps(p["fractal"]), _censored_steps(p["residual"])) for p in paired])
         sooner = sum(_censored_steps(p["fractal"]) < _censored_steps(p["residual"]) for p in paired)
         reached = {c: sum(p[c]["steps_to_threshold"] is not None for p in paired) for c in ("fractal", "residual")}
+        auc = [(p["fractal"]["mean_train_return"], p["residual"]["mean_train_return"]) for p in paired]
         found.append(f"{env}: steps to {paired[0]['fractal']['threshold']:g}, fractal / residual {ratio.text()} "
                      f"(fractal sooner on {sooner} of {len(paired)} seeds; reached it: fractal {reached['fractal']}, "
-                     f"residual {reached['residual']})")  # fmt: skip
+                     f"residual {reached['residual']}; mean training return fractal - residual "
+                     f"{_report.paired_difference(auc).text('{:+.1f}')})")  # fmt: skip
         seeds.append(f"{len(paired)} seeds {env}")
         if env != "CartPole-v1":
             continue
