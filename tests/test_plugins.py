@@ -60,58 +60,48 @@ def _drop_module(monkeypatch, tmp_path: Path, package, first_line: str) -> str:
     return f"{package.__name__}.{name.removesuffix('.py')}"
 
 
+def _example_kind(monkeypatch, tmp_path, package, first_line: str, registry, kind: str):
+    """Drop a docs example into ``package`` for one test, then forget its kind and its module."""
+    module = _drop_module(monkeypatch, tmp_path / "module", package, first_line)
+    yield tmp_path / "module"
+    registry.unregister(kind)
+    sys.modules.pop(module, None)
+
+
 @pytest.fixture
 def top_advantage(monkeypatch, tmp_path):
-    module = _drop_module(
-        monkeypatch, tmp_path / "module", frugalrl.selectors, "# src/frugalrl/selectors/top_advantage.py"
-    )
-    yield
-    SELECTORS.unregister("top_advantage")
-    sys.modules.pop(module, None)
+    yield from _example_kind(monkeypatch, tmp_path, frugalrl.selectors, "# src/frugalrl/selectors/top_advantage.py",
+                             SELECTORS, "top_advantage")  # fmt: skip
 
 
 @pytest.fixture
 def recent_replay(monkeypatch, tmp_path):
-    module = _drop_module(monkeypatch, tmp_path / "module", frugalrl.replay, "# src/frugalrl/replay/recent.py")
-    yield
-    REPLAY_STORES.unregister("recent")
-    sys.modules.pop(module, None)
+    yield from _example_kind(monkeypatch, tmp_path, frugalrl.replay, "# src/frugalrl/replay/recent.py",
+                             REPLAY_STORES, "recent")  # fmt: skip
 
 
 @pytest.fixture
 def lr_decay(monkeypatch, tmp_path):
-    module = _drop_module(monkeypatch, tmp_path / "module", frugalrl.meta, "# src/frugalrl/meta/lr_decay.py")
-    yield
-    HYPER_CONTROLLERS.unregister("lr_decay")
-    sys.modules.pop(module, None)
+    yield from _example_kind(monkeypatch, tmp_path, frugalrl.meta, "# src/frugalrl/meta/lr_decay.py",
+                             HYPER_CONTROLLERS, "lr_decay")  # fmt: skip
 
 
 @pytest.fixture
 def checked_step(monkeypatch, tmp_path):
-    module = _drop_module(
-        monkeypatch, tmp_path / "module", frugalrl.algos.step_kinds, "# src/frugalrl/algos/step_kinds/checked.py"
-    )
-    yield
-    STEP_KINDS.unregister("checked")
-    sys.modules.pop(module, None)
+    yield from _example_kind(monkeypatch, tmp_path, frugalrl.algos.step_kinds,
+                             "# src/frugalrl/algos/step_kinds/checked.py", STEP_KINDS, "checked")  # fmt: skip
 
 
 @pytest.fixture
 def half_reducer(monkeypatch, tmp_path):
-    module = _drop_module(
-        monkeypatch, tmp_path / "module", frugalrl.fusion.reducers, "# src/frugalrl/fusion/reducers/half.py"
-    )
-    yield tmp_path / "module"
-    REDUCERS.unregister("half")
-    sys.modules.pop(module, None)
+    yield from _example_kind(monkeypatch, tmp_path, frugalrl.fusion.reducers,
+                             "# src/frugalrl/fusion/reducers/half.py", REDUCERS, "half")  # fmt: skip
 
 
 @pytest.fixture
 def noisy_source(monkeypatch, tmp_path):
-    module = _drop_module(monkeypatch, tmp_path / "module", frugalrl.rollouts, "# src/frugalrl/rollouts/noisy.py")
-    yield
-    ROLLOUT_SOURCES.unregister("noisy")
-    sys.modules.pop(module, None)
+    yield from _example_kind(monkeypatch, tmp_path, frugalrl.rollouts, "# src/frugalrl/rollouts/noisy.py",
+                             ROLLOUT_SOURCES, "noisy")  # fmt: skip
 
 
 def test_the_built_in_kinds_are_registered_by_their_modules():
