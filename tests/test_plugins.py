@@ -105,7 +105,9 @@ def noisy_source(monkeypatch, tmp_path):
 
 
 def test_the_built_in_kinds_are_registered_by_their_modules():
-    assert SELECTORS.kinds() == ["all", "epochs", "pivot", "random"]
+    assert SELECTORS.kinds() == [
+        "advantage_proportional", "advantage_top", "all", "clipped_ratio", "epochs", "pivot", "random", "value_error"
+    ]  # fmt: skip
     assert REPLAY_STORES.kinds() == ["prioritized", "tiered", "uniform"]
     assert HYPER_CONTROLLERS.kinds() == ["fixed", "rmt"]
     assert STEP_KINDS.kinds() == ["auto", "fused", "inductor", "off"]
@@ -116,7 +118,10 @@ def test_the_built_in_kinds_are_registered_by_their_modules():
 @pytest.mark.parametrize(
     ("section", "fragment"),
     [
-        ({"selection": {"kind": "magic"}}, "selection.kind = 'magic': not a registered sample selector; known: all,"),
+        (
+            {"selection": {"kind": "magic"}},
+            "selection.kind = 'magic': not a registered sample selector; known: advantage_proportional,",
+        ),
         ({"replay": {"kind": "lifo"}}, "replay.kind = 'lifo': not a registered replay store; known: prioritized,"),
         ({"ppo": {"compile": "jit"}}, "ppo.compile = 'jit': not a registered PPO step kind; known: auto, fused,"),
         (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,25 +20,23 @@ class KeepFraction(BaseModel):  # selection.settings of the two controls
     )
 
 
+def _selection() -> ModuleType:
+    # why here: selection loads torch, and config validation imports this module for the kinds' settings
+    from frugalrl import selection
+
+    return selection
+
+
 @SELECTORS.register("all")
 def all_samples(context: SelectorContext) -> SampleSelector:
-    # why here: selection loads torch, and config validation imports this module for the kinds' settings
-    from frugalrl.selection import AllSamples
-
-    return AllSamples(context.device)
+    return _selection().AllSamples(context.device)
 
 
 @SELECTORS.register("random", settings=KeepFraction)
 def random_skip(context: SelectorContext) -> SampleSelector:
-    # why here: selection loads torch, and config validation imports this module for the kinds' settings
-    from frugalrl.selection import RandomSkip
-
-    return RandomSkip(context.settings.keep_fraction, context.config.selection.packing, context.device)
+    return _selection().RandomSkip(context.settings.keep_fraction, context.config.selection.packing, context.device)
 
 
 @SELECTORS.register("epochs", settings=KeepFraction)
 def fewer_epochs(context: SelectorContext) -> SampleSelector:
-    # why here: selection loads torch, and config validation imports this module for the kinds' settings
-    from frugalrl.selection import FewerEpochs
-
-    return FewerEpochs(context.settings.keep_fraction, context.device)
+    return _selection().FewerEpochs(context.settings.keep_fraction, context.device)
