@@ -36,6 +36,7 @@ SECTIONS = {
     "ppo_vs_sb3_lunarlander": "## PPO on LunarLander-v3: frugalrl against Stable-Baselines3",
     "ppo_vs_sb3_halfcheetah": "## PPO on HalfCheetah-v5: frugalrl against Stable-Baselines3",
     "pivot_vs_ppo": "## PivotRL against PPO and equal-compute controls",
+    "selection_signals": "## Which importance signal beats random skipping of the same size",
     "pivot_pretrained": "## PivotRL on CartPole with a pretrained evaluator",
     "latent_encoders": "## Latent curriculum: encoder objectives, PSNR against what the latent knows",
     "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",

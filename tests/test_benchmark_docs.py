@@ -28,6 +28,7 @@ RENDERERS = {
     "ppo_time_breakdown.py": ([], ["ppo_time_breakdown"]),
     "ppo_step_micro.py": ([], ["ppo_step_micro"]),
     "pivot_vs_ppo.py": ([], ["pivot_vs_ppo"]),
+    "selection_signals.py": ([], ["selection_signals"]),
     "pivot_pretrained.py": ([], ["pivot_pretrained"]),
     "pivot_labels.py": ([], ["pivot_labels"]),
     "pivot_transfer.py": ([], ["pivot_transfer"]),
