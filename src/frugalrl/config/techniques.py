@@ -123,7 +123,11 @@ class SelectionConfig(_RegisteredKind):
     """Which samples get compute: all (plain), pivot (importance), random or epochs (the two controls)."""
 
     _section: ClassVar[str] = "selection"
-    kind: str = Field("all", description="a registered selector (frugalrl.selectors): all, pivot, random, epochs")
+    kind: str = Field(
+        "all",
+        description="a registered selector (frugalrl.selectors): all, pivot, random, epochs, advantage_top, "
+        "advantage_proportional, value_error, clipped_ratio",
+    )
     settings: dict[str, Any] = Field(
         default_factory=dict, description="the selector's own settings, validated by the model it registers"
     )

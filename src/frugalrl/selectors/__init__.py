@@ -1,8 +1,9 @@
 """Sample selectors by name: ``selection.kind`` picks one, ``selection.settings`` configures it.
 
 Each module of this package registers the kinds it defines (``controls``: all, random,
-epochs; ``pivot``: PivotRL importance). A new selector is one new module here; see
-docs/architecture.md, "Adding a technique".
+epochs; ``pivot``: PivotRL importance; ``signals``: the free-signal selectors of
+``frugalrl.signals``). A new selector is one new module here; see docs/architecture.md,
+"Adding a technique".
 """
 
 from __future__ import annotations
