@@ -46,8 +46,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -176,18 +174,18 @@ def run_one(name: str, out: Path, extra: list[str]) -> dict[str, Any]:
 
 
 def run_all(names: list[str], extra: list[str] = ()) -> dict[str, Any]:
-    """Every config in a fresh process, so no run sees another's global state."""
+    """Every config in a fresh process (``_harness.worker``), so no run sees another's global state."""
+    import _harness  # next to this script (the tests load this file without its folder on sys.path)
+
+    env = {"OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "file:///dev/null"}
     results = {}
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "file:///dev/null"}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            out = Path(tmp) / name
-            command = [sys.executable, __file__, "--one", name, "--out", str(out)]
-            command += [arg for value in extra for arg in ("--set", value)]
-            proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp)
-            if proc.returncode != 0:
-                raise SystemExit(f"{name}: run failed (exit {proc.returncode})\n{proc.stdout[-2000:]}{proc.stderr}")
-            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+            args = ["--one", name, "--out", str(Path(tmp) / name), *[a for value in extra for a in ("--set", value)]]
+            try:
+                results[name] = _harness.worker(__file__, args, env=env, cwd=Path(tmp))
+            except RuntimeError as error:
+                raise SystemExit(f"{name}: run failed\n{error}") from None
     return results
 
 
@@ -245,9 +243,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="one more override for every run (to see what the check catches)")  # fmt: skip
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(run_one(args.one, args.out, args.extra)))
+        import _harness  # next to this script
+
+        _harness.write_result(run_one(args.one, args.out, args.extra), args.result)
         return 0
     names = args.only or list(RUNS)
     if args.record:

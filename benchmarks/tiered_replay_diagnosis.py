@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+import _harness
 import _report
 from frugalrl.replay.storage import TransitionStorage
 from frugalrl.replay.stores import PrioritizedReplay, ReplayStore, TieredReplay, UniformReplay
@@ -159,22 +160,19 @@ def main() -> None:
     args = parser.parse_args()
 
     def run(args: argparse.Namespace) -> list[dict]:
-        common = _report.batch_common()
-        jobs = _report_jobs(args.seeds)
-        return [_record(args.results, common, measure(name, seed, args.capacity, args.calls)) for seed, name in jobs]
+        return _harness.measure(
+            _harness.interleave(range(1, args.seeds + 1), list(STORES)),
+            lambda job: measure(job[1], job[0], args.capacity, args.calls),
+            args.results,
+            _report.batch_common(),
+            line=_line,
+        )
 
     _report.run_or_render("tiered_replay_diagnosis", args, run, render, after=["rmt_ablation"])
 
 
-def _report_jobs(seeds: int) -> list[tuple[int, str]]:
-    return [(seed, name) for seed in range(1, seeds + 1) for name in STORES]
-
-
-def _record(results: Path, common: dict, row: dict) -> dict:
-    row = _report.stamp(common, **row)
-    _report.append_row(results, row)
-    print(f"seed {row['seed']}  {row['store']:<40} tiers {row['tier_sizes']}  ess {row['ess_share']:.2f}")
-    return row
+def _line(row: dict) -> str:
+    return f"seed {row['seed']}  {row['store']:<40} tiers {row['tier_sizes']}  ess {row['ess_share']:.2f}"
 
 
 if __name__ == "__main__":

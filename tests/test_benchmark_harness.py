@@ -168,3 +168,14 @@ def test_every_benchmark_script_ends_in_run_or_render():
         p.name for p in scripts if re.search(r"^def (_?median|_?iqm|ratios|_?ratio_of_medians)\(", p.read_text(), re.M)
     ]
     assert not own, own
+
+
+def test_every_contender_runs_through_the_harness():
+    """A fresh Python process for a contender is started in one place (``_harness.cli`` / ``worker``), so its
+    CPU-seconds, log and failure message are taken the same way for every benchmark."""
+    own = [
+        p.name
+        for p in BENCH.glob("*.py")
+        if p.name not in {"_harness.py", "_report.py"} and "sys.executable" in p.read_text()
+    ]
+    assert not own, own
