@@ -635,7 +635,6 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, tmp_path, capsys,
     cwd.mkdir()
     (cwd / "config.yaml").write_text("the user's own file\n")
     monkeypatch.chdir(cwd)
-    monkeypatch.setenv("FRUGALRL_HOME", str(REPO))
     before, before_cwd = _tree(work), _tree(cwd)
     with pytest.raises(SystemExit) as exit_info:
         main(case.argv(work))

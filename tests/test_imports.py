@@ -1,11 +1,14 @@
 """Import structure: no import cycle between frugalrl modules, counting every import (module level and inside
 functions alike, since a function-local import only hides a cycle until the function runs); the function-local
-imports of frugalrl modules counted; one module downloads MLflow artifacts."""
+imports of frugalrl modules counted; one module downloads MLflow artifacts; none edits sys.path."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from .conftest import REPO
@@ -218,3 +221,19 @@ def test_an_import_runs_the_packages_above_the_module():
 def test_only_the_resolver_downloads_artifacts():
     callers = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "download_artifacts" in p.read_text())
     assert callers == ["tracking/artifacts.py"]
+
+
+def test_the_library_never_edits_sys_path():
+    """The KFP layer installs beside the library (pyproject.toml), so no module reaches for a checkout."""
+    editing = re.compile(r"sys\.path\.(insert|append|extend)|sys\.path\s*[+]?=")
+    offenders = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if editing.search(p.read_text()))
+    assert offenders == []
+
+
+def test_the_pipeline_layer_is_installed_with_the_library(tmp_path):
+    """``frugalrl pipeline`` imports ``pipelines`` plainly: it must import from anywhere, with no PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import components, pipelines; print(pipelines.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Path(done.stdout.strip()).resolve() == (REPO / "pipelines" / "__init__.py").resolve()

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from frugalrl.cli.pipeline import _pipelines
+from frugalrl.errors import FrugalError
 from frugalrl.ops.images import build_image, push_image
 
 image_app = typer.Typer(
@@ -45,8 +46,14 @@ def image_push(
 
 
 def _checkout() -> Path:
-    """The frugalrl checkout image commands build from (the current directory or FRUGALRL_HOME)."""
+    """The frugalrl checkout the image is built from: the one this frugalrl is installed from (``pip install -e``)."""
     _pipelines()
     import pipelines
 
-    return Path(pipelines.__file__).resolve().parent.parent
+    root = Path(pipelines.__file__).resolve().parent.parent
+    if not (root / "images" / "Dockerfile.cpu").is_file():
+        raise FrugalError(
+            f"the image builds from a frugalrl checkout, and this frugalrl is installed in {root}, not from one; "
+            "install it from the checkout with pip install -e ."
+        )
+    return root

@@ -1,14 +1,12 @@
 """``frugalrl pipeline``: compile a Kubeflow pipeline, submit or schedule it on a cluster, run it locally.
 
-The pipelines live in the checkout (``pipelines/``, ``components/``), not in the installed package:
-``_pipelines`` finds the checkout and imports them from it.
+The pipelines (``pipelines/``, ``components/``) install as top-level packages beside ``frugalrl``
+(pyproject.toml), so no checkout has to be on ``sys.path``.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -24,19 +22,18 @@ pipeline_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Kub
 
 
 def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
-    """Import ``pipelines.local`` from the frugalrl checkout (the repo root holds pipelines/ and components/)."""
-    candidates = [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[3]]
-    if os.environ.get("FRUGALRL_HOME"):
-        candidates.insert(0, Path(os.environ["FRUGALRL_HOME"]))
-    for root in candidates:
-        if (root / "pipelines" / "local.py").is_file() and (root / "components").is_dir():
-            if str(root) not in sys.path:
-                sys.path.insert(0, str(root))
-            return importlib.import_module("pipelines.local")
-    raise FrugalError(
-        "pipeline commands need a frugalrl checkout (pipelines/, components/); "
-        "run from the repository root or set FRUGALRL_HOME to it"
-    )
+    """``pipelines.local``: the KFP layer installs beside the library (pyproject.toml), so a plain import.
+
+    Imported when a command runs, not with this module: it loads kfp, which the other commands do not need."""
+    try:
+        return importlib.import_module("pipelines.local")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("pipelines", "components"):
+            raise
+        raise FrugalError(
+            "frugalrl's pipelines package is not installed (an install from before it shipped); "
+            "reinstall from the checkout: pip install -e . (or make setup)"
+        ) from None
 
 
 ImageOption = Annotated[
@@ -115,7 +112,7 @@ def pipeline_submit(
 ) -> None:
     """Start one run on a Kubeflow Pipelines cluster (compiles first unless --package)."""
     _check_host(host)
-    _pipelines()  # puts the checkout's pipelines/ on the path
+    _pipelines()  # kfp loads only when a pipeline command runs
     from pipelines.remote import submit
 
     with tempfile.TemporaryDirectory() as tmp:
