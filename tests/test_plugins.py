@@ -262,18 +262,26 @@ def test_a_registered_peft_method_is_accepted_and_adapts_the_network():
     exec(compile(_example("# a PEFT method: one registration (the built-ins' are in src/frugalrl/peft/methods.py)"),
                  "architecture.md", "exec"), {})  # fmt: skip
     try:
-        config = {"algo": "sac", "env": {"id": "HalfCheetah-v5"}, "peft": {"methods": {"last_layer": {}}}}
-        assert "last_layer" in validate_config(config, "ok.yaml").peft.methods
-        with pytest.raises(ConfigError, match="last_layer: unknown option 'rank'; allowed: none"):
-            validate_config({**config, "peft": {"methods": {"last_layer": {"rank": 4}}}}, "bad.yaml")
+        config = {"algo": "sac", "env": {"id": "HalfCheetah-v5"}, "peft": {"methods": {"last_layers": {"count": 2}}}}
+        assert validate_config(config, "ok.yaml").peft.methods == {"last_layers": {"count": 2}}
+        with pytest.raises(ConfigError, match=r"last_layers: unknown option\(s\) \['rank'\]; allowed: \['count'\]"):
+            validate_config({**config, "peft": {"methods": {"last_layers": {"rank": 4}}}}, "bad.yaml")
+        with pytest.raises(ConfigError, match="last_layers: count: Input should be greater than or equal to 1"):
+            validate_config({**config, "peft": {"methods": {"last_layers": {"count": 0}}}}, "bad.yaml")
         network = SquashedGaussianActor(17, gym.spaces.Box(-1.0, 1.0, (2,)), [64, 64], (-20.0, 2.0))
-        adaptation = peft_methods.adapt(network, "last_layer", None, ["mean", "log_std"])
+        adaptation = peft_methods.adapt(network, "last_layers", None, ["mean", "log_std"])  # count 1, the default
         trainable = {name for name, p in network.named_parameters() if p.requires_grad}
         last = peft_methods.torso_linears(network, ["mean", "log_std"])[-1]
         assert trainable == {f"{layer}.{part}" for layer in (last, "mean", "log_std") for part in ("weight", "bias")}
         assert adaptation.trainable == (64 * 64 + 64) + 2 * (64 * 2 + 2)
+        assert adaptation.options == {"count": 1}
+        two = SquashedGaussianActor(17, gym.spaces.Box(-1.0, 1.0, (2,)), [64, 64], (-20.0, 2.0))
+        assert peft_methods.adapt(two, "last_layers", {"count": 2}, ["mean", "log_std"]).trainable == (
+            (17 * 64 + 64) + (64 * 64 + 64) + 2 * (64 * 2 + 2)
+        )
     finally:
-        peft_methods.unregister("last_layer")
+        peft_methods.unregister("last_layers")
+    assert "last_layers" not in peft_methods.method_names()
 
 
 def _spaces(config):

@@ -71,7 +71,8 @@ class Registry(Generic[F]):
     def _discover(self) -> None:
         # every call: a module added to the package since is picked up; imported ones cost a dict look-up
         package = importlib.import_module(self.package)
-        for module in pkgutil.iter_modules(package.__path__):
+        # a registry whose "package" is one module (PEFT methods) has no folder to discover
+        for module in pkgutil.iter_modules(getattr(package, "__path__", [])):
             importlib.import_module(f"{self.package}.{module.name}")
 
     def kinds(self) -> list[str]:
@@ -110,6 +111,8 @@ SEAMS: dict[str, tuple[str, str]] = {
     "ppo": ("frugalrl.algos.step_kinds", "STEP_KINDS"),  # its kind is ``ppo.compile`` (the key predates kinds)
     "distributed": ("frugalrl.fusion.reducers", "REDUCERS"),
     "rollout": ("frugalrl.rollouts", "ROLLOUT_SOURCES"),
+    # a dict of methods, not one kind: ``peft.methods.<name>`` is validated by that method's settings
+    "peft": ("frugalrl.peft.methods", "PEFT_METHODS"),
 }
 
 

@@ -138,12 +138,12 @@ class ExperimentConfig(_Strict):
         method is applied, once the env is made)."""
         if self.peft is None:
             return self
-        from frugalrl.peft.methods import METHODS  # why here: it loads torch, which a plain config does not need
+        from frugalrl.peft import methods  # why here: it loads torch, which a plain config does not need
 
         narrowest = min(self.policy.hidden)
         for name, options in self.peft.methods.items():
-            resolved = {**METHODS[name].defaults, **(options or {})}
-            for key in METHODS[name].width_options:  # not VeRA's rank: its shared pair may be wider than a layer
+            resolved = methods.resolve_options(name, options)
+            for key in methods.method(name).width_options:  # not VeRA's rank: its shared pair may be wider than a layer
                 if resolved.get(key, 0) > narrowest:
                     raise ValueError(
                         f"peft.methods.{name}.{key} {resolved[key]} is wider than the network's narrowest layer "

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from frugalrl.config._base import _registered_env, _Strict
 from frugalrl.config.env import DynamicsConfig
+from frugalrl.errors import ConfigError
 
 
 class PeftTarget(_Strict):
@@ -48,19 +49,17 @@ class PeftConfig(_Strict):
     @field_validator("methods")
     @classmethod
     def _known_methods(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        from frugalrl.peft.methods import METHODS  # why here: it loads torch, which a plain config does not need
+        from frugalrl.peft import methods  # why here: it loads torch, which a plain config does not need
 
-        unknown = sorted(set(value) - set(METHODS))
+        known = methods.method_names()
+        unknown = sorted(set(value) - set(known))
         if unknown:
-            raise ValueError(f"unknown PEFT method(s) {unknown}; allowed: {sorted(METHODS)}")
+            raise ValueError(f"unknown PEFT method(s) {unknown}; allowed: {known}")
         if not value:
-            raise ValueError(f"name at least one method; allowed: {sorted(METHODS)}")
+            raise ValueError(f"name at least one method; allowed: {known}")
         for name, options in value.items():  # typed here, not after the source policy has trained
-            defaults = METHODS[name].defaults
-            for key, option in (options or {}).items():
-                if key not in defaults:
-                    allowed = sorted(defaults) or "none"
-                    raise ValueError(f"PEFT method {name}: unknown option {key!r}; allowed: {allowed}")
-                if isinstance(option, bool) or not isinstance(option, int) or option < 1:
-                    raise ValueError(f"PEFT method {name}: {key} = {option!r} must be a positive whole number")
+            try:
+                methods.resolve_options(name, options)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
         return value

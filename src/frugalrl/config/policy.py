@@ -10,7 +10,7 @@ from frugalrl.config._base import _Strict
 
 
 class AdapterSpec(_Strict):
-    """One parameter-efficient fine-tuning method with its options (``frugalrl.peft.METHODS``)."""
+    """One parameter-efficient fine-tuning method with its options (``frugalrl.peft.methods.PEFT_METHODS``)."""
 
     method: str
     options: dict[str, Any] = Field(default_factory=dict)
@@ -18,10 +18,10 @@ class AdapterSpec(_Strict):
     @field_validator("method")
     @classmethod
     def _known_method(cls, value: str) -> str:
-        from frugalrl.peft.methods import METHODS  # why here: it loads torch, which a plain config does not need
+        from frugalrl.peft import methods  # why here: it loads torch, which a plain config does not need
 
-        if value not in METHODS:
-            raise ValueError(f"unknown PEFT method {value!r}; allowed: {sorted(METHODS)}")
+        if value not in methods.method_names():
+            raise ValueError(f"unknown PEFT method {value!r}; allowed: {methods.method_names()}")
         return value
 
 

@@ -1,7 +1,8 @@
 """Thirteen ways to fine-tune a policy network, behind one registry.
 
-Each method is one ``register(Method(...))``: its defaults (the options ``peft.methods.<name>``
-accepts), the layers it targets, how it makes its parameters trainable (``apply``), what fits a
+Each method is one ``register(Method(...))`` into ``PEFT_METHODS``, a ``plugins.Registry`` like every
+other seam's: its settings model (the options ``peft.methods.<name>`` accepts, with their defaults and
+types), the layers it targets, how it makes its parameters trainable (``apply``), what fits a
 layer (``fits``) and which options the config bounds by the network's width. ``adapt``, the config
 checks and the comparison read only that entry, so a new method touches nothing else.
 
@@ -28,13 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from torch import nn
 
 from frugalrl.errors import ConfigError
-from frugalrl.plugins import add_once
+from frugalrl.plugins import Registry
 
 # (network, resolved options, torso layer names, the layers) -> objects the adaptation keeps alive.
 # Called with every parameter frozen; it makes its own parameters trainable (the heads are adapt's).
@@ -47,14 +49,46 @@ def _fits_anything(options: dict[str, Any], layer: nn.Linear) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------------------- each method's settings
+# Every option is a positive whole number (a rank, a width, a count); a bool or 8.0 is refused.
+Positive = Annotated[StrictInt, Field(ge=1)]
+
+
+class NoOptions(BaseModel):
+    """A method that takes no options (``peft.methods.<name>: {}``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LowRank(NoOptions):
+    rank: Positive = 8
+    alpha: Positive = 16
+
+
+class BlockSize(NoOptions):
+    block_size: Positive = 16
+
+
+class VeraRank(NoOptions):
+    rank: Positive = 64  # one shared random pair: it may be wider than a layer
+
+
+class Frequencies(NoOptions):
+    n_frequency: Positive = 256
+
+
+class Bottleneck(NoOptions):
+    bottleneck: Positive = 16
+
+
 @dataclass(frozen=True)
 class Method:
-    """One fine-tuning method: its defaults, the layers it adapts, how it adapts them, what fits a layer."""
+    """One fine-tuning method: its settings, the layers it adapts, how it adapts them, what fits a layer."""
 
     name: str
     description: str
     apply: Apply
-    defaults: dict[str, Any] = field(default_factory=dict)
+    settings: type[BaseModel] = NoOptions  # the options peft.methods.<name> accepts
     layers: str = "all"  # all torso linears, or "hidden" (not a torso's input layer)
     trains_heads: bool = True
     fits: Fits = _fits_anything
@@ -62,17 +96,46 @@ class Method:
     width_options: tuple[str, ...] = ()
 
 
-METHODS: dict[str, Method] = {}
+# The seam's registry. Its package is this module: a method defined elsewhere registers when its module
+# is imported (there is no folder of methods to discover).
+PEFT_METHODS: Registry[Method] = Registry("PEFT method", "peft.methods", __name__)
 
 
 def register(method: Method) -> Method:
     """Add ``method`` under its name: ``peft.methods`` and ``adapt`` accept it from then on."""
-    return add_once(METHODS, method.name, method, "PEFT method")
+    return PEFT_METHODS.register(method.name, settings=method.settings)(method)
 
 
 def unregister(name: str) -> None:
     """Forget method ``name`` (a test's or a notebook's registration)."""
-    METHODS.pop(name, None)
+    PEFT_METHODS.unregister(name)
+
+
+def method_names() -> list[str]:
+    """The registered methods' names, sorted."""
+    return PEFT_METHODS.kinds()
+
+
+def method(name: str) -> Method:
+    """The method registered as ``name``; a ``ConfigError`` naming the known ones otherwise."""
+    if name not in PEFT_METHODS.kinds():
+        raise ConfigError(f"unknown PEFT method {name!r}; allowed: {method_names()}")
+    return PEFT_METHODS.entry(name).factory
+
+
+def resolve_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """``options`` validated by method ``name``'s settings model, its defaults filled in; a ``ConfigError``
+    naming the method and the key otherwise (an unknown key lists the allowed ones)."""
+    model = method(name).settings
+    try:
+        return PEFT_METHODS.settings_for(name, options or {}).model_dump()
+    except ValueError as exc:
+        text = str(exc)
+        if "unknown key" in text:
+            unknown = sorted(set(options or {}) - set(model.model_fields))
+            allowed = sorted(model.model_fields) or "none"
+            text = f"unknown option(s) {unknown}; allowed: {allowed}"
+        raise ConfigError(f"PEFT method {name}: {text}; change peft.methods.{name}") from None
 
 
 @dataclass
@@ -245,33 +308,32 @@ def _lora(dora: bool) -> Callable[[Any, dict[str, Any], dict[str, Any]], Any]:
     return build
 
 
-LOW_RANK = {"rank": 8, "alpha": 16}
 for _method in [
     Method("full", "full fine-tuning (every parameter)", _train_everything),
     Method("head_only", "output heads only (linear probe)", _train_heads_only),
-    Method("lora", "LoRA: low-rank update W + BA", _tuner("lora", _lora(False)), dict(LOW_RANK),
+    Method("lora", "LoRA: low-rank update W + BA", _tuner("lora", _lora(False)), LowRank,
            fits=_rank_fits, width_options=("rank",)),
-    Method("dora", "DoRA: LoRA on the direction, a learned magnitude", _tuner("dora", _lora(True)), dict(LOW_RANK),
+    Method("dora", "DoRA: LoRA on the direction, a learned magnitude", _tuner("dora", _lora(True)), LowRank,
            fits=_rank_fits, width_options=("rank",)),
     Method("loha", "LoHa: Hadamard product of two low-rank updates",
-           _tuner("loha", lambda peft, o, c: peft.LoHaConfig(r=o["rank"], alpha=o["alpha"], **c)), dict(LOW_RANK),
+           _tuner("loha", lambda peft, o, c: peft.LoHaConfig(r=o["rank"], alpha=o["alpha"], **c)), LowRank,
            fits=_rank_fits, width_options=("rank",)),
     Method("lokr", "LoKr: Kronecker-factored update",
-           _tuner("lokr", lambda peft, o, c: peft.LoKrConfig(r=o["rank"], alpha=o["alpha"], **c)), dict(LOW_RANK),
+           _tuner("lokr", lambda peft, o, c: peft.LoKrConfig(r=o["rank"], alpha=o["alpha"], **c)), LowRank,
            fits=_rank_fits, width_options=("rank",)),
     Method("ia3", "IA3: learned scaling of each layer's inputs",
            _tuner("ia3", lambda peft, o, c: peft.IA3Config(feedforward_modules=c["target_modules"], **c))),
     Method("oft", "OFT: block-diagonal orthogonal rotation of the weights",
            _tuner("oft", lambda peft, o, c: peft.OFTConfig(r=0, oft_block_size=o["block_size"], **c)),
-           {"block_size": 16}, layers="hidden", fits=_block_fits),
+           BlockSize, layers="hidden", fits=_block_fits),
     Method("vera", "VeRA: shared frozen random low-rank pair, learned scalings",
-           _tuner("vera", lambda peft, o, c: peft.VeraConfig(r=o["rank"], **c)), {"rank": 64}, fits=_vera_fits),
+           _tuner("vera", lambda peft, o, c: peft.VeraConfig(r=o["rank"], **c)), VeraRank, fits=_vera_fits),
     Method("fourierft", "FourierFT: learned spectral coefficients of the update",
            _tuner("fourierft", lambda peft, o, c: peft.FourierFTConfig(n_frequency=o["n_frequency"], **c)),
-           {"n_frequency": 256}, fits=_frequency_fits),
+           Frequencies, fits=_frequency_fits),
     Method("bitfit", "BitFit: biases only", _train_biases, trains_heads=False),
     Method("adapter", "Houlsby bottleneck adapters after each layer",
-           _wrapper(lambda layer, o: BottleneckAdapter(layer, o["bottleneck"])), {"bottleneck": 16},
+           _wrapper(lambda layer, o: BottleneckAdapter(layer, o["bottleneck"])), Bottleneck,
            fits=_bottleneck_fits, width_options=("bottleneck",)),
     Method("prefix", "learned input prefix (an additive shift) for each layer",
            _wrapper(lambda layer, o: PrefixLinear(layer))),
@@ -280,20 +342,14 @@ for _method in [
 
 
 # ---------------------------------------------------------------------------- the entry point
-def adapt(network: nn.Module, method: str, options: dict[str, Any] | None, heads: list[str]) -> Adaptation:
+def adapt(network: nn.Module, method_name: str, options: dict[str, Any] | None, heads: list[str]) -> Adaptation:
     """Apply ``method`` to ``network`` in place; only its parameters stay trainable.
 
     ``heads`` names the output layers (``["mean", "log_std"]`` for the SAC actor). Unknown
     options and a rank that does not fit a layer are ``ConfigError``s.
     """
-    if method not in METHODS:
-        raise ConfigError(f"unknown PEFT method {method!r}; allowed: {sorted(METHODS)}")
-    entry = METHODS[method]
-    unknown = sorted(set(options or {}) - set(entry.defaults))
-    if unknown:
-        allowed = sorted(entry.defaults) or "none"
-        raise ConfigError(f"PEFT method {method}: unknown option(s) {unknown}; allowed: {allowed}")
-    resolved = {**entry.defaults, **(options or {})}
+    entry = method(method_name)
+    resolved = resolve_options(method_name, options)
     base_parameters = sum(p.numel() for p in network.parameters())
     names = torso_linears(network, heads)
     if entry.layers == "hidden":  # not the input layer of any torso (the critics have two torsos)
@@ -305,7 +361,7 @@ def adapt(network: nn.Module, method: str, options: dict[str, Any] | None, heads
     if entry.trains_heads:
         for head in heads:
             network.get_submodule(head).requires_grad_(True)
-    return Adaptation(method, resolved, _count(network), base_parameters, keep)
+    return Adaptation(method_name, resolved, _count(network), base_parameters, keep)
 
 
 def merged(network: nn.Module) -> nn.Module:
