@@ -33,10 +33,11 @@ differences) is shown beside it.
 
     python benchmarks/selection_signals.py --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write
 
-Cost: not measured end to end. 8 contenders x 5 seeds = 40 runs per env; at pivot_vs_ppo's LunarLander
-rate (about 200 us per env step for PPO, less for the skipping ones) the LunarLander half is about 2 hours
-on one core; BipedalWalker's rate is not measured at its budget. ``--contenders`` and ``--first-seed`` run a
-part; rows of the same env, budget and keep fraction add up by seed.
+Cost, measured: on LunarLander a run is 71-84 CPU-s (PPO 100; 40 runs, seeds 1-5); on BipedalWalker
+(2M steps, 32 envs) a skipping run is 590-710 CPU-s and full PPO about 810 (131,072 steps took 53 CPU-s),
+so the 4 contenders run there (``--contenders random advantage_proportional advantage_top pivot``) x 5
+seeds are about 3.7 CPU-hours, 1.9 hours on 2 workers. ``--contenders`` and ``--first-seed`` run a part;
+rows of the same env, budget and keep fraction add up by seed.
 """
 
 from __future__ import annotations
