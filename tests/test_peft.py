@@ -169,13 +169,15 @@ def test_compare_writes_table_plot_adapters_and_mlflow(tmp_path, capsys):
     cli_main(["peft", "compare", "-c", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(out),
               *[a for o in overrides for a in ("--set", o)]])  # fmt: skip
     rows = list(csv.DictReader((out / "peft_table.csv").open()))
-    assert [r["method"] for r in rows] == ["full", "lora", "bitfit"]
+    assert [r["method"] for r in rows] == ["full", "lora", "bitfit", "none", "scratch"]
+    assert float(rows[3]["flops_pct_of_full"]) == 0 and float(rows[4]["trainable_pct"]) == 100.0
     assert float(rows[0]["return_pct_of_full"]) == pytest.approx(100.0)
     assert float(rows[2]["trainable_pct"]) < float(rows[1]["trainable_pct"]) < 100.0
     assert (out / "peft_plot.png").stat().st_size > 1000
     assert "| heavy-pole | lora |" in (out / "peft_table.md").read_text()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["best_method"] in ("lora", "bitfit")
+    assert summary["best_method"] in ("lora", "bitfit")  # never a reference
+    assert not (out / "adapters" / "heavy-pole" / "scratch").exists()  # a reference saves no adapter
     best, _ = load_policy_file(out / "best")
     assert best.actor_critic is not None
 
@@ -270,3 +272,100 @@ def test_every_method_builds_on_the_halfcheetah_critics():
         critic = TwinCritic(17, 6, [256, 256])
         adaptation = adapt(critic, method, None, CRITIC_HEADS)
         assert 0 < adaptation.trainable <= adaptation.base_parameters
+
+
+def _run(method: str, seed: int, ret: float, curve: list | None = None, **costs: float) -> dict:
+    row = {
+        "target": "t",
+        "method": method,
+        "seed": seed,
+        "eval_mean": ret,
+        "source_eval_mean": 90.0,
+        "trainable": 10,
+        "trainable_share": 0.1,
+        "train_flops": 100.0,
+        "train_s": 10.0,
+        "curve": curve or [],
+    }
+    return {**row, **costs}  # fmt: skip
+
+
+def test_aggregate_measures_against_full_fine_tuning_and_the_untrained_source():
+    """% of the drop recovered is against `none`; steps to 90% of full read each run's training curve."""
+    from frugalrl.peft.compare import aggregate, best_method, markdown
+
+    rise = [[100, 10.0], [200, 50.0], [300, 95.0], [400, 95.0], [500, 95.0]]  # window 3 reaches 90 at step 500
+    rows = [_run("full", s, 100.0, rise) for s in (1, 2, 3)]
+    rows += [
+        _run("lora", s, r, [[100, 10.0]] * 4, train_flops=20.0, train_s=4.0)
+        for s, r in ((1, 70.0), (2, 60.0), (3, 80.0))
+    ]
+    rows += [_run("none", s, 40.0, train_flops=0.0, train_s=0.0, trainable=0, trainable_share=0.0) for s in (1, 2, 3)]
+    rows += [_run("scratch", s, 120.0, rise, trainable=100, trainable_share=1.0) for s in (1, 2, 3)]
+    table = {r["method"]: r for r in aggregate(rows, 100.0, source_flops=1000.0, source_train_s=200.0)}
+    assert table["lora"]["drop_recovered_pct"] == pytest.approx(100 * (70 - 40) / (100 - 40))
+    assert (table["lora"]["eval_low"], table["lora"]["eval_mean"], table["lora"]["eval_high"]) == (60.0, 70.0, 80.0)
+    assert table["full"]["steps_to_90pct_of_full"] == 500 and table["lora"]["steps_to_90pct_of_full"] == float("inf")
+    assert table["none"]["steps_to_90pct_of_full"] is None and table["none"]["drop_recovered_pct"] == 0
+    assert table["lora"]["time_pct_of_source_training"] == pytest.approx(2.0)
+    assert table["lora"]["flops_pct_of_source_training"] == pytest.approx(2.0)
+    assert table["lora"]["forgetting_pct"] == pytest.approx(10.0)
+    assert best_method(list(table.values())) == "lora"  # scratch scores higher, and is no adaptation method
+    assert "| t | lora | 3 | 70.0 [60.0, 80.0] | 70.0 | 50.0 | not reached |" in markdown(
+        list(table.values()), 100.0, 10
+    )
+
+
+def test_steps_to_reach_needs_a_window_of_episodes():
+    from frugalrl.peft.compare import steps_to_reach
+
+    spike = [[10, 0.0], [20, 100.0], [30, 0.0], [40, 100.0], [50, 100.0], [60, 100.0]]
+    assert steps_to_reach(spike, 90.0) == 60  # one lucky episode is not reaching it
+    assert steps_to_reach(spike, 90.0, window=1) == 20
+    assert steps_to_reach([], 1.0) == float("inf")
+
+
+def test_runs_keep_their_curves_and_old_rows_read_without_one(tmp_path):
+    from frugalrl.peft.compare import RUN_FIELDS, _write_csv, read_runs
+
+    row = {**_run("full", 1, 5.0), "critic_trainable": 3, "env_steps": 40, "curve": json.dumps([[12, 1.5], [40, 3.0]])}
+    _write_csv(tmp_path / "runs.csv", [row], RUN_FIELDS)
+    assert read_runs(tmp_path / "runs.csv")[0]["curve"] == [[12, 1.5], [40, 3.0]]
+    _write_csv(tmp_path / "old.csv", [row], [f for f in RUN_FIELDS if f != "curve"])
+    assert "curve" not in read_runs(tmp_path / "old.csv")[0]
+
+
+def test_references_are_strict_and_keep_old_config_hashes():
+    base = load_config(REPO / "configs" / "peft-quick.yaml", ["peft.references=[]"])
+    data = base.to_dict()
+    del data["peft"]["references"]  # a config written before references existed
+    assert validate_config(data).hash() == base.hash()
+    with pytest.raises(ConfigError, match="each reference once"):
+        load_config(REPO / "configs" / "peft-quick.yaml", ["peft.references=[none, none]"])
+    with pytest.raises(ConfigError, match="references"):
+        load_config(REPO / "configs" / "peft-quick.yaml", ["peft.references=[lora]"])
+
+
+def test_references_train_from_scratch_and_evaluate_the_source_as_it_is(tmp_path):
+    """scratch: fresh networks through the loop, random actions first, a learning curve; none: no cost."""
+    from frugalrl.peft.finetune import from_scratch, untrained
+    from frugalrl.peft.source import load_source
+    from frugalrl.train import train
+
+    config = load_config(REPO / "configs" / "peft-quick.yaml", ["sac.total_timesteps=150", "sac.learning_starts=100",
+                         "sac.batch_size=32", "peft.steps=80", "peft.warmup_steps=40", "peft.eval_episodes=1",
+                         "eval.episodes=1"])  # fmt: skip
+    train(config.model_copy(update={"peft": None}), tmp_path / "source", interactive=False)
+    source = load_source(str(tmp_path / "source"))
+    assert source.train_s is not None and source.train_s > 0
+    target = config.peft.targets[0]
+    scratch = from_scratch(source, config.peft, target, 1, out=tmp_path / "scratch")
+    rows = [json.loads(line) for line in (tmp_path / "scratch" / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["step"] == 1 and scratch.env_steps == 80 and scratch.train_flops > 0
+    assert "critic_loss" not in rows[38] and "critic_loss" in rows[40]  # learning starts after the warm-up
+    assert scratch.adaptation.trainable_share == 1.0 and scratch.adapter_state  # the whole new policy
+    steps = [step for step, _ in scratch.curve]
+    assert scratch.curve and steps == sorted(steps) and steps[-1] <= 80
+    none = untrained(source, config.peft, target, 1)
+    assert (none.train_flops, none.train_s, none.env_steps, none.adaptation.trainable) == (0.0, 0.0, 0, 0)
+    assert none.curve == [] and json.loads(none.row()["curve"]) == []

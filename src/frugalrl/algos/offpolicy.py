@@ -111,6 +111,10 @@ class OffPolicyLearner(LearnerBase, ABC):
         """The entropy the hyper controller watches."""
         return None
 
+    def episodes_ended(self, returns: list[float]) -> None:
+        """Called with the training returns of the episodes that ended at this env step (``global_step``
+        counts it already); a subclass that keeps a learning curve of its own overrides it."""
+
     # ------------------------------------------------------------------ the loop
     def seed_sampling(self, seed: int) -> None:
         """This worker's own exploration and replay-sampling stream (multi-worker runs)."""
@@ -135,8 +139,10 @@ class OffPolicyLearner(LearnerBase, ABC):
             self._obs_np = _single_precision(next_obs)
             if "_episode" in info:
                 ended = info["_episode"]
-                self.recent_returns.extend(info["episode"]["r"][ended].tolist())
+                returns = info["episode"]["r"][ended].tolist()
+                self.recent_returns.extend(returns)
                 self.recent_lengths.extend(info["episode"]["l"][ended].tolist())
+                self.episodes_ended(returns)
         self.next_obs = torch.as_tensor(self._obs_np, device=self.device)
 
     def run_update(self) -> dict[str, float]:

@@ -243,4 +243,5 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("latent", "world_model", "gate_events_tolerance"): 0.25,
     ("tuning", "round_size"): 4,
     ("tracking", "reconnect_s"): 30.0,
+    ("peft", "references"): [],
 }

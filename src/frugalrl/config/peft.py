@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -39,12 +39,24 @@ class PeftConfig(_Strict):
         default_factory=lambda: {"full": {}, "lora": {}, "bitfit": {}},
         description="method name -> options overriding the registry's defaults",
     )
+    references: list[Literal["none", "scratch"]] = Field(
+        default_factory=list,
+        description="contenders beside the methods: none (the source policy as it is) and scratch (SAC from "
+        "fresh networks on the target, the same env-step budget and evaluation)",
+    )
     seeds: int = Field(3, ge=1)
     steps: int = Field(20_000, ge=1, description="env steps of fine-tuning per method, target and seed")
     warmup_steps: int = Field(1_000, ge=0, description="steps collected by the source policy before updates")
     learning_rate: float = Field(3e-4, gt=0)
     adapt_critic: bool = Field(True, description="the method adapts the critics too (else they train fully)")
     eval_episodes: int = Field(5, ge=1)
+
+    @field_validator("references")
+    @classmethod
+    def _distinct_references(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"name each reference once, not {value}")
+        return value
 
     @field_validator("methods")
     @classmethod

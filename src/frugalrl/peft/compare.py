@@ -1,13 +1,18 @@
 """``frugalrl peft compare``: every method x every target x every seed, one table.
 
 For each target task and method the source SAC run is fine-tuned with the same seeds and
-env-step budget (``finetune``). The table gives, per target and method (medians over seeds):
-the target return, that return as % of full fine-tuning's, training FLOPs and wall-clock
-as % of full fine-tuning's, the trainable share of the policy, and forgetting (the return
-on the source task after fine-tuning, against the source policy's before). Files in DIR:
+env-step budget (``finetune``); the references ``peft.references`` names run beside them (``none``:
+the source as it is; ``scratch``: SAC from fresh networks on the target). The table gives, per target
+and method (medians over seeds): the target return, that return as % of full fine-tuning's and as %
+of the drop full fine-tuning recovers over ``none``, the env steps a run needs to reach 90% of full
+fine-tuning's final return (from its training curve), training FLOPs and wall-clock as % of full
+fine-tuning's and of training the source from scratch, the trainable share of the policy, and
+forgetting (the return on the source task after fine-tuning, against the source policy's before).
+Files in DIR:
 
     source/            the source run, when the config names none and the step trains it
-    peft_runs.csv      one row per fine-tuning run (written as runs finish: nothing is lost)
+    peft_runs.csv      one row per fine-tuning run (written as runs finish: nothing is lost), with its
+                       training curve (JSON [[env step, return], ...] of every training episode)
     peft_table.csv     the aggregated table; peft_table.md the same in Markdown
     peft_plot.png      return % vs cost %, one point per method and target
     adapters/TARGET/METHOD/seedN/      each run's adapter.pt (seed 1's for `frugalrl peft apply`) and
@@ -19,6 +24,8 @@ on the source task after fine-tuning, against the source policy's before). Files
 from __future__ import annotations
 
 import csv
+import json
+import math
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -34,7 +41,16 @@ from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.nets.policy import ExportedPolicy
-from frugalrl.peft.finetune import ACTOR_HEADS, CRITIC_HEADS, exported, finetune, target_env
+from frugalrl.peft.finetune import (
+    ACTOR_HEADS,
+    CRITIC_HEADS,
+    REFERENCES,
+    exported,
+    finetune,
+    from_scratch,
+    target_env,
+    untrained,
+)
 from frugalrl.peft.methods import adapt, merged
 from frugalrl.peft.source import SourceMissing, SourceRun, load_source
 from frugalrl.peft.store import ADAPTER_FILE, apply_adapter, save_adapter
@@ -45,10 +61,12 @@ from frugalrl.tracking.runs import RunTracker
 from frugalrl.train import train
 
 RUN_FIELDS = ["target", "method", "seed", "eval_mean", "source_eval_mean", "trainable", "trainable_share",
-              "critic_trainable", "train_flops", "train_s", "env_steps"]  # fmt: skip
-TABLE_FIELDS = ["target", "method", "seeds", "eval_mean", "return_pct_of_full", "flops_pct_of_full",
-                "flops_pct_of_source_training", "time_pct_of_full", "trainable", "trainable_pct",
+              "critic_trainable", "train_flops", "train_s", "env_steps", "curve"]  # fmt: skip
+TABLE_FIELDS = ["target", "method", "seeds", "eval_mean", "eval_low", "eval_high", "return_pct_of_full",
+                "drop_recovered_pct", "steps_to_90pct_of_full", "flops_pct_of_full", "flops_pct_of_source_training",
+                "time_pct_of_full", "time_pct_of_source_training", "trainable", "trainable_pct",
                 "source_return_after", "forgetting_pct"]  # fmt: skip
+CURVE_WINDOW = 3  # training episodes averaged before a curve counts as having reached a threshold
 
 
 def check_methods(source: SourceRun, config: ExperimentConfig) -> None:
@@ -84,6 +102,11 @@ def _job(source_uri: str, config_dict: dict[str, Any], method: str, target_name:
     source = load_source(source_uri)
     target = next(t for t in config.peft.targets if t.name == target_name)
     where = Path(out) / "adapters" / target_name / method / f"seed{seed}"  # its metrics.jsonl, then its adapter
+    if method == "none":
+        return untrained(source, config.peft, target, seed).row()
+    if method == "scratch":  # no adapter: the whole policy is new
+        return from_scratch(source, config.peft, target, seed, out=Path(out) / "scratch" / target_name / f"seed{seed}"
+                            ).row()  # fmt: skip
     result = finetune(source, config.peft, method, config.peft.methods[method], target, seed, out=where)
     save_adapter(where / ADAPTER_FILE, method, result.adaptation.options, result.adapter_state)
     return result.row()
@@ -93,33 +116,76 @@ def _median(rows: list[dict], key: str) -> float:
     return float(statistics.median(r[key] for r in rows))
 
 
-def aggregate(rows: list[dict], source_return: float, source_flops: float | None = None) -> list[dict[str, Any]]:
-    """Per target and method: medians over seeds, ratios against full fine-tuning's medians (and the
-    FLOPs against training the source from scratch, when known)."""
+def steps_to_reach(curve: list[list[float]], threshold: float, window: int = CURVE_WINDOW) -> float:
+    """The env step at which the mean return of the last ``window`` training episodes first reaches
+    ``threshold``; ``inf`` when it never does within the run."""
+    returns = [r for _, r in curve]
+    for i in range(window - 1, len(returns)):
+        if statistics.mean(returns[i - window + 1 : i + 1]) >= threshold:
+            return float(curve[i][0])
+    return math.inf
+
+
+def _curve(row: dict) -> list[list[float]]:
+    """A run's training curve: JSON text in a fresh row (its CSV cell), a list once read back."""
+    curve = row.get("curve") or []
+    return json.loads(curve) if isinstance(curve, str) else curve
+
+
+def _interval(values: list[float]) -> tuple[float, float]:
+    """The range over seeds (with 3 seeds the honest interval: no bootstrap from three numbers)."""
+    return float(min(values)), float(max(values))
+
+
+def aggregate(
+    rows: list[dict], source_return: float, source_flops: float | None = None, source_train_s: float | None = None
+) -> list[dict[str, Any]]:
+    """Per target and method: medians over seeds, ratios against full fine-tuning's medians and against
+    training the source from scratch (when known); the drop recovered against the ``none`` reference."""
     table = []
     for target in dict.fromkeys(r["target"] for r in rows):
         mine = [r for r in rows if r["target"] == target]
         full = [r for r in mine if r["method"] == "full"]
+        none = [r for r in mine if r["method"] == "none"]
+        ref = {k: _median(full, k) for k in ("eval_mean", "train_flops", "train_s")} if full else {}
+        untrained_return = _median(none, "eval_mean") if none else None
+        threshold = 0.9 * ref["eval_mean"] if full and ref["eval_mean"] > 0 else None  # 90% of a negative: undefined
         for method in dict.fromkeys(r["method"] for r in mine):
             runs = [r for r in mine if r["method"] == method]
             eval_mean, after = _median(runs, "eval_mean"), _median(runs, "source_eval_mean")
-            ref = {k: _median(full, k) for k in ("eval_mean", "train_flops", "train_s")} if full else {}
+            low, high = _interval([r["eval_mean"] for r in runs])
 
             def pct(key: str, value: float, ref: dict = ref) -> float | None:
                 return 100 * value / ref[key] if ref.get(key, 0) > 0 else None
 
+            gap = ref["eval_mean"] - untrained_return if full and untrained_return is not None else None
+            reach = None
+            if threshold is not None and method != "none":
+                reach = float(statistics.median(steps_to_reach(_curve(r), threshold) for r in runs))
             table.append({
                 "target": target, "method": method, "seeds": len(runs), "eval_mean": eval_mean,
+                "eval_low": low, "eval_high": high,
                 "return_pct_of_full": pct("eval_mean", eval_mean),
+                "drop_recovered_pct": 100 * (eval_mean - untrained_return) / gap if gap and gap > 0 else None,
+                "steps_to_90pct_of_full": reach,
                 "flops_pct_of_full": pct("train_flops", _median(runs, "train_flops")),
                 "flops_pct_of_source_training": 100 * _median(runs, "train_flops") / source_flops
                 if source_flops else None,
                 "time_pct_of_full": pct("train_s", _median(runs, "train_s")),
+                "time_pct_of_source_training": 100 * _median(runs, "train_s") / source_train_s
+                if source_train_s else None,
                 "trainable": int(runs[0]["trainable"]), "trainable_pct": 100 * runs[0]["trainable_share"],
                 "source_return_after": after,
                 "forgetting_pct": 100 * (source_return - after) / abs(source_return) if source_return else None,
             })  # fmt: skip
     return table
+
+
+def steps_label(value: float | None) -> str:
+    """``steps_to_90pct_of_full`` as the table shows it."""
+    if value is None:
+        return "-"
+    return "not reached" if math.isinf(value) else f"{value:,.0f}"
 
 
 def _fmt(value: Any, spec: str = "{:.1f}") -> str:
@@ -130,16 +196,20 @@ def markdown(table: list[dict], source_return: float, steps: int) -> str:
     lines = [
         f"source policy return {source_return:.1f}; {steps:,} env steps of fine-tuning per run; medians over seeds",
         "",
-        "| target | method | seeds | return | % of full | FLOPs % of full | FLOPs % of source training "
-        "| time % of full | trainable | trainable % | source return after | forgetting % |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| target | method | seeds | return [min, max] | % of full | % of drop recovered | steps to 90% of full "
+        "| FLOPs % of full | FLOPs % of source training | time % of full | time % of source training "
+        "| trainable | trainable % | source return after | forgetting % |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in table:
         lines.append(
-            f"| {r['target']} | {r['method']} | {r['seeds']} | {r['eval_mean']:.1f} | {_fmt(r['return_pct_of_full'])} "
+            f"| {r['target']} | {r['method']} | {r['seeds']} | {r['eval_mean']:.1f} [{r['eval_low']:.1f}, "
+            f"{r['eval_high']:.1f}] | {_fmt(r['return_pct_of_full'])} | {_fmt(r['drop_recovered_pct'])} "
+            f"| {steps_label(r['steps_to_90pct_of_full'])} "
             f"| {_fmt(r['flops_pct_of_full'])} | {_fmt(r['flops_pct_of_source_training'], '{:.2f}')} "
-            f"| {_fmt(r['time_pct_of_full'])} | {r['trainable']:,} "
-            f"| {r['trainable_pct']:.2f} | {r['source_return_after']:.1f} | {_fmt(r['forgetting_pct'])} |"
+            f"| {_fmt(r['time_pct_of_full'])} | {_fmt(r['time_pct_of_source_training'], '{:.2f}')} "
+            f"| {r['trainable']:,} | {r['trainable_pct']:.2f} | {r['source_return_after']:.1f} "
+            f"| {_fmt(r['forgetting_pct'])} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -183,7 +253,7 @@ def best_method(table: list[dict]) -> str | None:
     """The parameter-efficient method with the highest median target return, averaged over targets."""
     scores: dict[str, list[float]] = {}
     for r in table:
-        if r["method"] != "full":
+        if r["method"] != "full" and r["method"] not in REFERENCES:
             scores.setdefault(r["method"], []).append(r["eval_mean"])
     return max(scores, key=lambda m: statistics.mean(scores[m])) if scores else None
 
@@ -191,11 +261,15 @@ def best_method(table: list[dict]) -> str | None:
 def read_runs(path: Path) -> list[dict[str, Any]]:
     """The rows of a ``peft_runs.csv`` with their types back."""
     integers = {"seed", "trainable", "critic_trainable", "env_steps"}
-    rows = []
-    for raw in csv.DictReader(path.open()):
-        rows.append({k: v if k in ("method", "target") else (int(v) if k in integers else float(v))
-                     for k, v in raw.items()})  # fmt: skip
-    return rows
+
+    def typed(key: str, value: str) -> Any:
+        if key in ("method", "target"):
+            return value
+        if key == "curve":  # absent (empty) in rows written before curves were kept
+            return json.loads(value) if value else []
+        return int(value) if key in integers else float(value)
+
+    return [{k: typed(k, v) for k, v in raw.items()} for raw in csv.DictReader(path.open())]
 
 
 def compare(
@@ -252,7 +326,8 @@ def compare(
             "train it longer (fine-tuning a weak policy compares nothing)"
         )
     finished = {(r["method"], r["target"], r["seed"]) for r in done}
-    jobs = [(m, t.name, s) for t in peft.targets for m in peft.methods for s in range(1, peft.seeds + 1)]
+    contenders = [*peft.methods, *peft.references]
+    jobs = [(m, t.name, s) for t in peft.targets for m in contenders for s in range(1, peft.seeds + 1)]
     jobs = [] if report_only else [job for job in jobs if job not in finished]
     rows: list[dict] = list(done)
     args = (source_uri, config.to_dict())
@@ -264,7 +339,7 @@ def compare(
             r = rows[-1]
             print(f"{target:<16} {method:<10} seed {seed}  return {r['eval_mean']:8.1f}  "
                   f"trainable {r['trainable_share']:6.2%}  s {r['train_s']:6.1f}", flush=True)  # fmt: skip
-    table = aggregate(rows, before.mean, source.train_flops)
+    table = aggregate(rows, before.mean, source.train_flops, source.train_s)
     _write_csv(out / "peft_table.csv", table, TABLE_FIELDS)
     atomic_write_bytes(out / "peft_table.md", markdown(table, before.mean, peft.steps).encode())
     plot(table, out / "peft_plot.png")
@@ -274,6 +349,8 @@ def compare(
         "source": source_uri,
         "source_return": before.mean,
         "source_train_flops": source.train_flops,
+        "source_train_s": source.train_s,
+        "references": list(peft.references),
         "steps": peft.steps,
         "seeds": peft.seeds,
         "methods": list(peft.methods),
@@ -340,7 +417,8 @@ def _log(
     with RunTracker(config, run_name=f"{config.name}-peft-compare", pipeline_run_id=pipeline_run_id) as tracker:
         for r in table:
             prefix = f"{r['target']}.{r['method']}"
-            keys = ("eval_mean", "return_pct_of_full", "flops_pct_of_full", "trainable_pct", "forgetting_pct")
+            keys = ("eval_mean", "return_pct_of_full", "drop_recovered_pct", "flops_pct_of_full", "trainable_pct",
+                    "forgetting_pct")  # fmt: skip
             tracker.log_metrics({f"{prefix}.{k}": r[k] for k in keys if r[k] is not None}, step=0)
         tracker.log_metrics({"source_return": summary["source_return"]}, step=0)
         mlflow.set_tag("frugalrl.peft.best_method", str(summary["best_method"]))

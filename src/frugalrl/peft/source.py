@@ -33,6 +33,7 @@ class SourceRun:
     where: str
     eval_mean: float | None = None
     train_flops: float | None = None  # what training the source from scratch cost
+    train_s: float | None = None  # its wall-clock, the evaluation left out
 
 
 def run_directory(uri: str) -> Path:
@@ -81,4 +82,5 @@ def load_source(uri: str) -> SourceRun:
         meter = CostMeter()
         meter.load_state_dict(checkpoint["meter"])
         train_flops = meter.train_flops
-    return SourceRun(config, checkpoint["agent"], str(uri), summary.get("eval_mean"), train_flops)
+    train_s = summary["wall_s"] - summary.get("eval_s", 0.0) if "wall_s" in summary else None
+    return SourceRun(config, checkpoint["agent"], str(uri), summary.get("eval_mean"), train_flops, train_s)
