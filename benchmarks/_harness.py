@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,7 @@ class Run:
     cpu_s: float  # user + system CPU-seconds of the process, every thread (os.wait4)
     wall_s: float  # wall-clock from outside the process: start-up and imports included
     log: Path  # its stdout and stderr
+    stopped: bool = False  # ended by ``cli``'s ``stop_after_s``, not finished
 
     @property
     def summary(self) -> dict:
@@ -92,13 +94,17 @@ def cli(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     log: Path | None = None,
+    poll: Callable[[], None] | None = None,
+    stop_after_s: float | None = None,
 ) -> Run:
     """``python -m frugalrl.cli COMMAND --set tracking.enabled=false [--set threads=N] --set SETS...`` in a fresh
     process that writes ``out``; raises with the log's tail if it fails.
 
     ``threads``: None leaves the config's own (multi-process runs); ``env``: variables set for this process on
     top of this one's; ``cwd``: default ``out``'s parent, so a stray file lands beside the run, not in the
-    checkout; ``log``: default ``<out>.log`` beside ``out``.
+    checkout; ``log``: default ``<out>.log`` beside ``out``. ``poll`` is called every few seconds while the
+    command runs and once after it ends (to keep what it has written so far); ``stop_after_s`` ends the
+    command and its worker processes after that long (``Run.stopped``: not a failure).
     """
     out = Path(out)
     first = [TRACKING_OFF, *([f"threads={threads}"] if threads is not None else [])]
@@ -109,14 +115,27 @@ def cli(
         path.mkdir(parents=True, exist_ok=True)
     args = [sys.executable, "-m", "frugalrl.cli", *map(str, command), *[a for s in sets for a in ("--set", s)]]
     started = time.perf_counter()
+    stopped = False
     with log.open("w") as fh:
-        proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd, env={**os.environ, **(env or {})})
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd, env={**os.environ, **(env or {})},
+                                start_new_session=stop_after_s is not None)  # fmt: skip  # its own group: workers too
+        while True:
+            pid, status, usage = os.wait4(proc.pid, 0 if poll is None and stop_after_s is None else os.WNOHANG)
+            if pid:
+                break
+            if poll is not None:
+                poll()
+            if stop_after_s is not None and not stopped and time.perf_counter() - started > stop_after_s:
+                os.killpg(proc.pid, signal.SIGTERM)
+                stopped = True
+            time.sleep(2.0)
+    if poll is not None:
+        poll()
     wall = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
-    if code != 0:
+    if code != 0 and not stopped:
         raise RuntimeError(f"frugalrl {' '.join(map(str, command[:2]))} failed (exit {code}; {log}):\n{_tail(log)}")
-    return Run(out, sets, usage.ru_utime + usage.ru_stime, wall, log)
+    return Run(out, sets, usage.ru_utime + usage.ru_stime, wall, log, stopped)
 
 
 def train(config: Path | str, out: Path, sets: Sequence[str] = (), **kwargs: Any) -> Run:

@@ -468,18 +468,16 @@ def latent_compression() -> Finding:
 
 
 def peft(method: str) -> Callable[[], Finding]:
+    """A PEFT claim of the seed from the kept runs of the newest comparison (``method``: lora, adapter, bitfit,
+    or ``best`` for "LoRA best in most tasks")."""
+
     def measure() -> Finding:
-        rows = _report.newest_batch(rows_of("peft_methods"))
-        command = ("python benchmarks/peft_methods.py --source RUN --steps 2000 --seeds 3 --workers 2 "
-                   "--set peft.warmup_steps=500 --set peft.eval_episodes=3 --write")  # fmt: skip
+        import peft_methods
+
+        rows = peft_methods.contest_rows(rows_of("peft_methods"))
         if not rows:
-            return no_rows("peft_methods", command)
-        mine = [r["table_row"] for r in rows if r["table_row"]["method"] == method]
-        text = "; ".join(f"{t['target']}: return {t['pct_of_full']}% of full at {t['flops_pct_of_full']}% of its "
-                         f"FLOPs" for t in mine)  # fmt: skip
-        return Finding(
-            text, f"{rows[0]['seeds']} seeds x {rows[0]['steps']:,} steps", "see the PEFT section", commands(rows)
-        )
+            return no_rows("peft_methods", "python benchmarks/peft_methods.py --workers 2 --stop-after-s 3000 --write")
+        return Finding(*peft_methods.claim_finding(rows, method), commands(rows))
 
     return measure
 
@@ -699,7 +697,7 @@ CLAIMS = [
     Claim("RLVR", "PEFT: BitFit", "1.9% of the cost for 82% of the score", peft("bitfit")),
     Claim("RLVR", "PEFT: Prefix-tuning", "4.1% of the cost for 89% of the score", unmeasured(
         "not measurable here", "frugalrl has no prefix-tuning: its `prefix` method is a bias shift W(x + p) + b")),
-    Claim("RLVR", "PEFT: LoRA best in most tasks", "best of 12 methods", peft("lora")),
+    Claim("RLVR", "PEFT: LoRA best in most tasks", "best of 12 methods", peft("best")),
     # RMT
     Claim("RMT", "key-sample reuse", "3-5x reuse of key samples (better learning)",
           rmt_effect("+replay", "tiered replay (hot tier reused ~5x)")),

@@ -1,33 +1,42 @@
-"""The PEFT comparison on MuJoCo, with the seed's claimed table beside the measured one.
+"""The PEFT comparison, kept run by run so that it can be measured in parts across sessions.
 
-Runs ``frugalrl peft compare`` (``configs/halfcheetah-peft.yaml`` unless told otherwise) in
-a subprocess, then renders its table for ``docs/benchmarks.md``. The seed document claims,
-for MuJoCo: LoRA 3.2% of the training cost for 98% of the final score, Adapter 2.8% / 95%,
-Prefix-tuning 4.1% / 89%, BitFit 1.9% / 82%, and LoRA best in most tasks.
+Runs ``frugalrl peft compare`` (``configs/invdoublependulum-peft.yaml`` unless told otherwise) in a
+subprocess and keeps every finished run (one method or reference, one target, one seed) as a row of
+``benchmarks/results/peft_methods.jsonl`` the moment it appears in the comparison's ``peft_runs.csv``.
+The table is rendered from those rows (``frugalrl.peft.compare.aggregate``), complete or not.
 
-    python benchmarks/peft_methods.py --source /path/to/halfcheetah-sac-run --steps 3000 --workers 2 --write
+A later session continues the same comparison: the source policy is trained again by the same command
+(``frugalrl train CONFIG``, deterministic on one kind of machine); every row carries its fingerprint
+(sha256 of the actor's weights) and the config's hash, the kept rows that match both are put back into
+the comparison's directory, and ``peft compare --resume`` runs only the rest. A source that comes out
+different (another CPU's rounding) starts a comparison of its own; the report says which rows it uses.
+``--stop-after-s`` ends the comparison cleanly after that long (what finished is kept).
+
+The seed document claims, for MuJoCo: LoRA 3.2% of the training cost for 98% of the final score,
+Adapter 2.8% / 95%, Prefix-tuning 4.1% / 89%, BitFit 1.9% / 82%, and LoRA best in most tasks.
+
+    python benchmarks/peft_methods.py --workers 2 --stop-after-s 3000 --write
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import tempfile
+import hashlib
+import json
+import math
+import statistics
 from pathlib import Path
 
 import _harness
 import _report
 
 RESULTS = _report.RESULTS_DIR / "peft_methods.jsonl"
+CONFIG = Path("configs") / "invdoublependulum-peft.yaml"
 
 # The seed's table (cost %, score %). Its prefix-tuning row has no counterpart here: frugalrl's ``prefix`` is a
 # bias shift of a layer's input, W(x + p) + b, not prefix-tuning, so it is not set beside that figure.
 CLAIMS = {"lora": (3.2, 98.0), "adapter": (2.8, 95.0), "bitfit": (1.9, 82.0)}
-
-
-def _fmt(value: str, spec: str = "{:.1f}") -> str:
-    return "-" if value in ("", "None") else spec.format(float(value))
-
+REFERENCE_NAMES = ("full", "none", "scratch")  # not ranked among the parameter-efficient methods
 
 NO_ROWS = (
     "_No rows in `benchmarks/results/peft_methods.jsonl` yet. The figures this section held were measured before "
@@ -35,73 +44,223 @@ NO_ROWS = (
 )
 
 
-def store(run: _harness.Run, common: dict, results: Path) -> list[dict]:
-    """One row per line of the comparison's table (medians over seeds), with the comparison's summary."""
-    out, summary = run.out, run.summary
-    keep = ("source", "source_return", "steps", "seeds", "source_train_flops", "best_method")
-    rows = []
-    for line in csv.DictReader((out / "peft_table.csv").open()):
-        row = _report.stamp(common, **{k: summary.get(k) for k in keep}, table_row=line)
-        _report.append_row(results, row)
-        rows.append(row)
-    return rows
+def source_fingerprint(source_dir: Path) -> str:
+    """sha256 of the source actor's weights (names and float bytes, in name order): two trainings of the
+    source are the same policy exactly when this agrees."""
+    from frugalrl.checkpoint import load_checkpoint
+
+    state = load_checkpoint(source_dir / "checkpoint.pt")["agent"]["policy"]
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        digest.update(name.encode())
+        digest.update(state[name].detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def contest_hash(config: object) -> str:
+    """The config's hash with ``peft.source`` left out (where the source lies differs between machines)."""
+    peft = config.peft.model_copy(update={"source": None})  # type: ignore[attr-defined]
+    return config.model_copy(update={"peft": peft}).hash()  # type: ignore[attr-defined]
+
+
+def contest_rows(rows: list[dict]) -> list[dict]:
+    """The rows of the newest comparison (config hash and source fingerprint of the last row), one per run
+    (target, method, seed): the last kept."""
+    if not rows:
+        return []
+    last = rows[-1]
+    mine = [r for r in rows if (r["contest"], r["source_sha256"]) == (last["contest"], last["source_sha256"])]
+    by_run = {(r["run"]["target"], r["run"]["method"], r["run"]["seed"]): r for r in mine}
+    return list(by_run.values())
+
+
+def table_of(stored: list[dict]) -> list[dict]:
+    """``aggregate`` over the kept runs: the source's return on its own task is the ``none`` runs' (the same
+    evaluation episodes as every run's forgetting figure), else its training run's evaluation."""
+    from frugalrl.peft.compare import aggregate
+
+    runs = [r["run"] for r in stored]
+    untrained = [r["source_eval_mean"] for r in runs if r["method"] == "none"]
+    head = stored[-1]
+    source_return = statistics.median(untrained) if untrained else head["source_return"]
+    order = {m: i for i, m in enumerate(head["contenders"])}
+    runs.sort(key=lambda r: (head["targets"].index(r["target"]), order.get(r["method"], len(order)), r["seed"]))
+    return aggregate(runs, source_return, head["source_train_flops"], head["source_train_s"])
+
+
+def ranking(table: list[dict], target: str) -> list[dict]:
+    """The parameter-efficient methods on ``target``, best median return first."""
+    mine = [r for r in table if r["target"] == target and r["method"] not in REFERENCE_NAMES]
+    return sorted(mine, key=lambda r: -r["eval_mean"])
+
+
+def complete(table: list[dict], head: dict, method: str) -> bool:
+    """Whether ``method`` and full fine-tuning have every seed on every target."""
+    seeds = {(r["target"], r["method"]): r["seeds"] for r in table}
+    return all(seeds.get((t, m), 0) >= head["seeds"] for t in head["targets"] for m in (method, "full"))
+
+
+def claim_finding(stored: list[dict], method: str) -> tuple[str, str, str]:
+    """(measured, evidence, verdict) of one PEFT claim of the seed: ``method``'s cost and score claim, or for
+    ``best`` whether LoRA ranks first on most targets, with the range over seeds beside its runner-up's."""
+    table, head = table_of(stored), stored[-1]
+    evidence = (f"{head['seeds']} seeds x {len(head['targets'])} targets x {head['steps']:,} env steps, "
+                f"{head['eval_episodes']} evaluation episodes, {len(stored)} of {head['expected_runs']} runs "
+                "kept")  # fmt: skip
+    if method == "best":
+        lines, firsts, separated = [], 0, 0
+        for target in head["targets"]:
+            ranked = ranking(table, target)
+            if not ranked:
+                continue
+            lora = next((i for i, r in enumerate(ranked) if r["method"] == "lora"), None)
+            top, second = ranked[0], ranked[1] if len(ranked) > 1 else None
+            apart = second is not None and top["eval_low"] > second["eval_high"]
+            firsts += lora == 0
+            separated += lora == 0 and apart
+            rank = "-" if lora is None else f"{lora + 1} of {len(ranked)}"
+            lines.append(f"{target}: LoRA ranks {rank}; first {top['method']} {top['eval_mean']:.0f} "
+                         f"[{top['eval_low']:.0f}, {top['eval_high']:.0f}]"
+                         + (f", second {second['method']} {second['eval_mean']:.0f} [{second['eval_low']:.0f}, "
+                            f"{second['eval_high']:.0f}]" if second else ""))  # fmt: skip
+        if not all(complete(table, head, m) for m in head["methods"]):
+            return "; ".join(lines) or "no runs yet", evidence, "not yet measured (the table is incomplete)"
+        most = len(head["targets"]) // 2 + 1
+        verdict = ("confirmed" if separated >= most else "not separated (first by median, ranges overlap)"
+                   if firsts >= most else "refuted")  # fmt: skip
+        return "; ".join(lines), evidence, verdict
+    cost_claim, score_claim = CLAIMS[method]
+    mine = [r for r in table if r["method"] == method]
+    text = "; ".join(
+        f"{r['target']}: return {_report.opt(r['return_pct_of_full'], '{:.0f}')}% of full "
+        f"({_report.opt(r['drop_recovered_pct'], '{:.0f}')}% of the drop recovered) at "
+        f"{_report.opt(r['flops_pct_of_source_training'], '{:.2f}')}% of the source's training FLOPs, "
+        f"{_report.opt(r['flops_pct_of_full'], '{:.0f}')}% of full fine-tuning's"
+        for r in mine
+    )  # fmt: skip
+    if not mine or not complete(table, head, method):
+        return text or "no runs of it yet", evidence, "not yet measured (the table is incomplete)"
+    holds = [(r["flops_pct_of_source_training"] or math.inf) <= cost_claim
+             and (r["return_pct_of_full"] or -math.inf) >= score_claim for r in mine]  # fmt: skip
+    verdict = (
+        "confirmed" if all(holds) else "refuted" if not any(holds) else f"partly ({sum(holds)} of {len(holds)} targets)"
+    )
+    return text, evidence, verdict
 
 
 def report(stored: list[dict], results: Path = RESULTS) -> str:
-    summary, rows = stored[0], [r["table_row"] for r in stored]
-    lines = [*_report.rows_lines(stored, results), *(f"- {line}" for line in
-        [
-            f"source: {summary['source']} (SAC, RL Zoo settings), evaluation return {summary['source_return']:.1f} "
-            "on the unchanged task",
-            f"budget: {summary['steps']:,} env steps of fine-tuning per run (the first of them collected by the "
-            f"source policy before updates), {summary['seeds']} seeds per method and target; medians over seeds",
-            "cost: training FLOPs counted with torch's FLOP counter on the adapted networks (a frozen weight "
-            "needs no weight gradient), and wall-clock of the fine-tuning loop, each as % of full fine-tuning's",
-            "FLOPs % of source training: against training the source policy from scratch (what the seed's "
-            "'% of the training cost' most plausibly means)",
-            "every method adapts the actor and the twin critics; 'trainable %' is the actor's (the deployed policy)",
-            "forgetting: the source task's return after fine-tuning against the source policy's, in %",
-            "rows: one per line of the comparison's table (medians over seeds)",
-        ])]  # fmt: skip
-    header = ["target", "method", "seeds", "return", "% of full", "FLOPs % of full", "FLOPs % of source training",
-              "time % of full", "trainable %",
-              "source return after", "forgetting %", "seed claim (cost % / score %)"]  # fmt: skip
-    table = []
-    for r in rows:
+    from frugalrl.peft.compare import steps_label
+
+    head, table = stored[-1], table_of(stored)
+    kept = {(r["run"]["target"], r["run"]["method"]) for r in stored}
+    missing = [f"{t}/{m}" for t in head["targets"] for m in head["contenders"] if (t, m) not in kept]
+    lines = [*_report.rows_lines(stored, results), *(f"- {line}" for line in [
+        f"config: `{head['config']}` (hash {head['contest']}); source: SAC on {head['env_id']}, "
+        f"{head['source_steps']:,} env steps, fingerprint {head['source_sha256'][:12]}, evaluation return "
+        f"{head['source_return']:.1f} on the unchanged task",
+        f"runs kept: {len(stored)} of {head['expected_runs']}"
+        + (f"; not yet run: {', '.join(missing)}" if missing else ""),
+        f"budget: {head['steps']:,} env steps per run (the first {head['warmup_steps']:,} collected by the source "
+        f"policy, or uniform random actions for scratch), {head['seeds']} seeds, {head['eval_episodes']} "
+        "evaluation episodes per task; medians over seeds, [min, max] over seeds beside the return",
+        "% of drop recovered: (return - none) / (full - none); steps to 90% of full: the env step at which the "
+        "mean of 3 consecutive training episodes first reaches 90% of full fine-tuning's median final return "
+        "(median over seeds; 'not reached' when a seed's median never does)",
+        "cost: training FLOPs counted with torch's FLOP counter on the adapted networks (a frozen weight needs no "
+        "weight gradient) and the fine-tuning loop's wall-clock, each as % of full fine-tuning's and of training "
+        "the source from scratch; 'trainable %' is the actor's (the deployed policy)",
+        "forgetting: the source task's return after fine-tuning against the source policy's, in %",
+    ])]  # fmt: skip
+    header = ["target", "method", "seeds", "return [min, max]", "% of full", "% of drop recovered",
+              "steps to 90% of full", "FLOPs % of full", "FLOPs % of source training", "time % of full",
+              "time % of source training", "trainable %", "forgetting %", "seed claim (cost % / score %)"]  # fmt: skip
+    rows = []
+    for r in table:
         claim = CLAIMS.get(r["method"])
-        table.append([
-            r["target"], r["method"], r["seeds"], _fmt(r["eval_mean"]), _fmt(r["return_pct_of_full"]),
-            _fmt(r["flops_pct_of_full"]), _fmt(r["flops_pct_of_source_training"], "{:.2f}"),
-            _fmt(r["time_pct_of_full"]), _fmt(r["trainable_pct"], "{:.2f}"),
-            _fmt(r["source_return_after"]), _fmt(r["forgetting_pct"]),
-            f"{claim[0]} / {claim[1]}" if claim else "-",
+        rows.append([
+            r["target"], r["method"], str(r["seeds"]),
+            f"{r['eval_mean']:.1f} [{r['eval_low']:.1f}, {r['eval_high']:.1f}]",
+            _report.opt(r["return_pct_of_full"], "{:.1f}"), _report.opt(r["drop_recovered_pct"], "{:.1f}"),
+            steps_label(r["steps_to_90pct_of_full"]), _report.opt(r["flops_pct_of_full"], "{:.1f}"),
+            _report.opt(r["flops_pct_of_source_training"], "{:.2f}"), _report.opt(r["time_pct_of_full"], "{:.1f}"),
+            _report.opt(r["time_pct_of_source_training"], "{:.2f}"), f"{r['trainable_pct']:.2f}",
+            _report.opt(r["forgetting_pct"], "{:.1f}"), f"{claim[0]} / {claim[1]}" if claim else "-",
         ])  # fmt: skip
-    return "\n".join(lines) + "\n\n" + _report.markdown_table(header, table)
+    return "\n".join(lines) + "\n\n" + _report.markdown_table(header, rows)
+
+
+def _keep_new_runs(runs_csv: Path, kept: set[tuple], results: Path, common: dict, stamp: dict) -> None:
+    """Append every run of ``runs_csv`` not yet kept to ``results`` (called while the comparison runs)."""
+    from frugalrl.peft.compare import read_runs
+
+    if not runs_csv.is_file():
+        return
+    for run in read_runs(runs_csv):
+        key = (run["target"], run["method"], run["seed"])
+        if key not in kept:
+            kept.add(key)
+            _harness.record(results, _report.stamp(common, **stamp, run=run, load_after=_report.load_average()),
+                            f"kept {key[0]} {key[1]} seed {key[2]}: return {run['eval_mean']:.1f}")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    from frugalrl.config import load_config
+    from frugalrl.peft.compare import RUN_FIELDS, _write_csv, read_runs
+    from frugalrl.rundir import start_run_dir
+
+    common = _report.batch_common(load_before=_report.load_average())
+    sets = [*args.overrides, *([f"peft.steps={args.steps}"] if args.steps else []),
+            *([f"peft.seeds={args.seeds}"] if args.seeds else [])]  # fmt: skip
+    source_dir, compare_dir = args.out / "source", args.out / "compare"
+    if not (source_dir / "summary.json").is_file():  # the source: the same command every session
+        _harness.train(args.config, source_dir, sets, threads=None, cwd=Path.cwd())
+    source = json.loads((source_dir / "summary.json").read_text())
+    sets.append(f"peft.source={source_dir.resolve()}")
+    config = load_config(args.config, [_harness.TRACKING_OFF, *sets])
+    peft = config.peft
+    contenders = [*peft.methods, *peft.references]
+    stamp = {
+        "config": str(args.config), "contest": contest_hash(config), "source_sha256": source_fingerprint(source_dir),
+        "env_id": config.env.id, "source_steps": config.sac.total_timesteps, "source_return": source["eval_mean"],
+        "source_train_flops": source["train_flops"], "source_train_s": source["wall_s"] - source["eval_s"],
+        "targets": [t.name for t in peft.targets], "methods": list(peft.methods), "contenders": contenders,
+        "seeds": peft.seeds, "steps": peft.steps, "warmup_steps": peft.warmup_steps,
+        "eval_episodes": peft.eval_episodes, "expected_runs": len(contenders) * len(peft.targets) * peft.seeds,
+    }  # fmt: skip
+    earlier = [r for r in _report.read_rows(args.results)
+               if (r.get("contest"), r.get("source_sha256")) == (stamp["contest"], stamp["source_sha256"])]  # fmt: skip
+    if not (compare_dir / "config.yaml").is_file():
+        start_run_dir(config, compare_dir)  # what `peft compare` writes first; then --resume continues it
+    runs_csv = compare_dir / "peft_runs.csv"
+    present = read_runs(runs_csv) if runs_csv.is_file() else []
+    have = {(r["target"], r["method"], r["seed"]) for r in present}
+    back = [r["run"] for r in contest_rows(earlier) if (r["run"]["target"], r["run"]["method"], r["run"]["seed"])
+            not in have]  # fmt: skip
+    if back:  # kept rows of an earlier session: the comparison skips them
+        rows = [{**r, "curve": json.dumps(r.get("curve", []))} for r in [*present, *back]]
+        _write_csv(runs_csv, rows, RUN_FIELDS)
+    kept = {(r["run"]["target"], r["run"]["method"], r["run"]["seed"]) for r in earlier}
+    command = ["peft", "compare", "-c", args.config, "-o", compare_dir, "--workers", args.workers, "--resume"]
+    result = _harness.cli(command, compare_dir, sets, threads=None, cwd=Path.cwd(), stop_after_s=args.stop_after_s,
+                          poll=lambda: _keep_new_runs(runs_csv, kept, args.results, common, stamp))  # fmt: skip
+    if result.stopped:
+        print(f"stopped after {args.stop_after_s:.0f} s; rerun the same command to continue", flush=True)
+    return contest_rows(_report.read_rows(args.results))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(_report.REPO_ROOT / "configs" / "halfcheetah-peft.yaml"))
-    parser.add_argument("--source", help="the source SAC run (directory or models:/ URI); default: the config's")
+    parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--steps", type=int, help="fine-tuning env steps per run; default: the config's")
     parser.add_argument("--seeds", type=int)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
-    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "peft_methods")
+    parser.add_argument("--stop-after-s", type=float, help="end the comparison after this long; rows are kept")
+    parser.add_argument("--out", type=Path, default=Path("runs") / "peft_methods",
+                        help="the source run and the comparison's directory (kept between invocations)")  # fmt: skip
     _report.add_output_args(parser, "peft_methods")
     args = parser.parse_args()
-
-    def run(args: argparse.Namespace) -> list[dict]:
-        common = _report.batch_common(load_before=_report.load_average())
-        sets = [*args.overrides]
-        sets += [f"peft.source={args.source}"] if args.source else []
-        sets += [f"peft.steps={args.steps}"] if args.steps else []
-        sets += [f"peft.seeds={args.seeds}"] if args.seeds else []
-        # threads as the config has them: the comparison runs --workers processes of its own
-        command = ["peft", "compare", "-c", args.config, "-o", args.out, "--workers", args.workers]
-        return store(_harness.cli(command, args.out, sets, threads=None, cwd=Path.cwd()), common, args.results)
-
-    _report.run_or_render("peft_methods", args, run, report, empty=NO_ROWS)
+    _report.run_or_render("peft_methods", args, run, report, select=lambda kept, _: contest_rows(kept), empty=NO_ROWS)
 
 
 if __name__ == "__main__":

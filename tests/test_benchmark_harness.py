@@ -179,3 +179,67 @@ def test_every_contender_runs_through_the_harness():
         if p.name not in {"_harness.py", "_report.py"} and "sys.executable" in p.read_text()
     ]
     assert not own, own
+
+
+def _peft_rows(returns: dict[str, list[float]], seeds: int = 3) -> list[dict]:
+    """Kept rows of a PEFT comparison on two targets: ``returns`` per contender, one per seed."""
+    head = {"contest": "c1", "source_sha256": "ab" * 32, "config": "configs/x.yaml", "env_id": "X-v5",
+            "source_steps": 1000, "source_return": 100.0, "source_train_flops": 1e6, "source_train_s": 100.0,
+            "targets": ["heavy", "light"], "methods": [m for m in returns if m not in ("none", "scratch")],
+            "contenders": list(returns), "seeds": seeds, "steps": 500, "warmup_steps": 50, "eval_episodes": 10,
+            "expected_runs": 2 * len(returns) * seeds, "command": "python benchmarks/peft_methods.py",
+            "batch": "b1"}  # fmt: skip
+    rows = []
+    for target in head["targets"]:
+        for method, values in returns.items():
+            for seed, value in enumerate(values[:seeds], start=1):
+                flops = {"full": 1e5, "none": 0.0}.get(method, 1e4)  # 10% / 1% of the source's training
+                run = {"target": target, "method": method, "seed": seed, "eval_mean": value,
+                       "source_eval_mean": 100.0 if method == "none" else 90.0, "trainable": 10,
+                       "trainable_share": 0.1, "critic_trainable": 10, "train_flops": flops, "train_s": 5.0,
+                       "env_steps": 500, "curve": [[100, value], [200, value], [300, value]]}  # fmt: skip
+                rows.append({**head, "run": run})
+    return rows
+
+
+def test_peft_claims_come_from_the_kept_runs_and_wait_for_a_complete_table(bench):
+    import peft_methods
+
+    returns = {"full": [100, 110, 120], "lora": [118, 119, 121], "adapter": [60, 70, 80], "bitfit": [100, 101, 102],
+               "none": [40, 40, 40], "scratch": [10, 20, 30]}  # fmt: skip
+    rows = peft_methods.contest_rows(_peft_rows(returns))
+    measured, evidence, verdict = peft_methods.claim_finding(rows, "lora")
+    assert verdict == "confirmed" and "108% of full" in measured and "1.00% of the source's" in measured
+    assert "36 of 36 runs kept" in evidence
+    assert peft_methods.claim_finding(rows, "adapter")[2] == "refuted"  # 64% of full, claimed 95%
+    measured, _, verdict = peft_methods.claim_finding(rows, "best")
+    assert verdict == "confirmed" and "heavy: LoRA ranks 1 of 3" in measured  # [118, 121] above bitfit's [100, 102]
+    close = {**returns, "bitfit": [117, 119, 122]}
+    assert peft_methods.claim_finding(peft_methods.contest_rows(_peft_rows(close)), "best")[2].startswith(
+        "not separated"
+    )
+    gone = {("light", "scratch", 1), ("light", "scratch", 2), ("light", "scratch", 3), ("light", "bitfit", 3)}
+    partial = [r for r in _peft_rows(returns) if (r["run"]["target"], r["run"]["method"], r["run"]["seed"]) not in gone]
+    partial = peft_methods.contest_rows(partial)
+    assert peft_methods.claim_finding(partial, "lora")[2] == "confirmed"  # its runs and full's are complete
+    assert peft_methods.claim_finding(partial, "bitfit")[2].startswith("not yet measured")
+    assert peft_methods.claim_finding(partial, "best")[2].startswith("not yet measured")
+    text = peft_methods.report(partial)
+    assert "runs kept: 32 of 36; not yet run: light/scratch" in text
+    assert "| heavy | lora | 3 | 119.0 [118.0, 121.0] | 108.2 | 112.9 | 300 |" in text
+
+
+def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh(bench, tmp_path):
+    import peft_methods
+    from frugalrl.peft.compare import RUN_FIELDS, _write_csv
+
+    csv_path, results = tmp_path / "peft_runs.csv", tmp_path / "rows.jsonl"
+    run = {**_peft_rows({"full": [1.0]}, seeds=1)[0]["run"], "curve": "[[3, 1.0]]"}
+    _write_csv(csv_path, [run], RUN_FIELDS)
+    kept: set = set()
+    for _ in range(2):  # polled twice: kept once
+        peft_methods._keep_new_runs(csv_path, kept, results, {"batch": "b"}, {"contest": "c", "source_sha256": "s"})
+    rows = bench[1].read_rows(results)
+    assert len(rows) == 1 and rows[0]["run"]["curve"] == [[3, 1.0]]
+    newer = {**rows[0], "source_sha256": "t", "run": {**rows[0]["run"], "seed": 2}}
+    assert peft_methods.contest_rows([*rows, newer]) == [newer]
