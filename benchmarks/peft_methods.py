@@ -5,12 +5,14 @@ subprocess and keeps every finished run (one method or reference, one target, on
 ``benchmarks/results/peft_methods.jsonl`` the moment it appears in the comparison's ``peft_runs.csv``.
 The table is rendered from those rows (``frugalrl.peft.compare.aggregate``), complete or not.
 
-A later session continues the same comparison: the source policy is trained again by the same command
-(``frugalrl train CONFIG``, deterministic on one kind of machine); every row carries its fingerprint
-(sha256 of the actor's weights) and the config's hash, the kept rows that match both are put back into
-the comparison's directory, and ``peft compare --resume`` runs only the rest. A source that comes out
-different (another CPU's rounding) starts a comparison of its own; the report says which rows it uses.
-``--stop-after-s`` ends the comparison cleanly after that long (what finished is kept).
+A later session continues the same comparison: the source run (``frugalrl train CONFIG``) is kept in the
+repository (``--source``, ``benchmarks/artifacts/invdoublependulum-peft-source``: its config, checkpoint and
+summary), because training it again gives other weights on another CPU vendor (kernel rounding). Every row
+carries the source's fingerprint (sha256 of the actor's weights) and the config's hash, the kept rows that
+match both are put back into the comparison's directory, and ``peft compare --resume`` runs only the rest.
+A source that differs (``--retrain-source``, or another config) starts a comparison of its own; the report
+says which rows it uses. ``--stop-after-s`` ends the comparison cleanly after that long (what finished is
+kept).
 
 The seed document claims, for MuJoCo: LoRA 3.2% of the training cost for 98% of the final score,
 Adapter 2.8% / 95%, Prefix-tuning 4.1% / 89%, BitFit 1.9% / 82%, and LoRA best in most tasks.
@@ -24,6 +26,7 @@ import argparse
 import hashlib
 import json
 import math
+import shutil
 import statistics
 from pathlib import Path
 
@@ -32,6 +35,8 @@ import _report
 
 RESULTS = _report.RESULTS_DIR / "peft_methods.jsonl"
 CONFIG = Path("configs") / "invdoublependulum-peft.yaml"
+SOURCE = Path("benchmarks") / "artifacts" / "invdoublependulum-peft-source"
+SOURCE_FILES = ("config.yaml", "checkpoint.pt", "summary.json")  # what `load_source` and the table read
 
 # The seed's table (cost %, score %). Its prefix-tuning row has no counterpart here: frugalrl's ``prefix`` is a
 # bias shift of a layer's input, W(x + p) + b, not prefix-tuning, so it is not set beside that figure.
@@ -211,9 +216,14 @@ def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common(load_before=_report.load_average())
     sets = [*args.overrides, *([f"peft.steps={args.steps}"] if args.steps else []),
             *([f"peft.seeds={args.seeds}"] if args.seeds else [])]  # fmt: skip
-    source_dir, compare_dir = args.out / "source", args.out / "compare"
-    if not (source_dir / "summary.json").is_file():  # the source: the same command every session
-        _harness.train(args.config, source_dir, sets, threads=None, cwd=Path.cwd())
+    source_dir, compare_dir = args.source, args.out / "compare"
+    if args.retrain_source or not (source_dir / "summary.json").is_file():
+        trained = args.out / "source"
+        shutil.rmtree(trained, ignore_errors=True)
+        _harness.train(args.config, trained, sets, threads=None, cwd=Path.cwd())
+        source_dir.mkdir(parents=True, exist_ok=True)
+        for name in SOURCE_FILES:
+            shutil.copy2(trained / name, source_dir / name)
     source = json.loads((source_dir / "summary.json").read_text())
     sets.append(f"peft.source={source_dir.resolve()}")
     config = load_config(args.config, [_harness.TRACKING_OFF, *sets])
@@ -256,8 +266,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--stop-after-s", type=float, help="end the comparison after this long; rows are kept")
+    parser.add_argument("--source", type=Path, default=SOURCE,
+                        help="the source run (trained there by `frugalrl train CONFIG` when absent)")  # fmt: skip
+    parser.add_argument("--retrain-source", action="store_true",
+                        help="train the source again (a new comparison: its fingerprint differs)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("runs") / "peft_methods",
-                        help="the source run and the comparison's directory (kept between invocations)")  # fmt: skip
+                        help="the comparison's directory, kept between invocations")  # fmt: skip
     _report.add_output_args(parser, "peft_methods")
     args = parser.parse_args()
     _report.run_or_render("peft_methods", args, run, report, select=lambda kept, _: contest_rows(kept), empty=NO_ROWS)
