@@ -243,3 +243,18 @@ def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh
     assert len(rows) == 1 and rows[0]["run"]["curve"] == [[3, 1.0]]
     newer = {**rows[0], "source_sha256": "t", "run": {**rows[0]["run"], "seed": 2}}
     assert peft_methods.contest_rows([*rows, newer]) == [newer]
+
+
+def test_the_kept_peft_source_is_a_sac_run_of_the_comparison_s_task(bench):
+    """The source in benchmarks/artifacts is what every session fine-tunes: it loads, it is a SAC run on the
+    config's env with the config's network, and it passes the comparison's own bar on the unchanged task."""
+    import peft_methods
+    from frugalrl.config import load_config
+    from frugalrl.peft.source import load_source
+
+    source = load_source(str(REPO / peft_methods.SOURCE))
+    config = load_config(REPO / peft_methods.CONFIG)
+    assert source.config.env.id == config.env.id and source.config.policy.hidden == config.policy.hidden
+    assert source.eval_mean is not None and source.eval_mean >= config.peft.min_source_return
+    assert sorted(p.name for p in (REPO / peft_methods.SOURCE).iterdir()) == sorted(peft_methods.SOURCE_FILES)
+    assert len(peft_methods.source_fingerprint(REPO / peft_methods.SOURCE)) == 64
