@@ -3,7 +3,7 @@
 Runs ``frugalrl peft compare`` (``configs/invdoublependulum-peft.yaml`` unless told otherwise) in a
 subprocess and keeps every finished run (one method or reference, one target, one seed) as a row of
 ``benchmarks/results/peft_methods.jsonl`` the moment it appears in the comparison's ``peft_runs.csv``.
-The table is rendered from those rows (``frugalrl.peft.compare.aggregate``), complete or not.
+The table is rendered from those rows (``frugalrl.peft.table.aggregate``), complete or not.
 
 A later session continues the same comparison: the source run (``frugalrl train CONFIG``) is kept in the
 repository (``--source``, ``benchmarks/artifacts/invdoublependulum-peft-source``: its config, checkpoint and
@@ -82,7 +82,7 @@ def contest_rows(rows: list[dict]) -> list[dict]:
 def table_of(stored: list[dict]) -> list[dict]:
     """``aggregate`` over the kept runs: the source's return on its own task is the ``none`` runs' (the same
     evaluation episodes as every run's forgetting figure), else its training run's evaluation."""
-    from frugalrl.peft.compare import aggregate
+    from frugalrl.peft.table import aggregate
 
     runs = [r["run"] for r in stored]
     untrained = [r["source_eval_mean"] for r in runs if r["method"] == "none"]
@@ -154,7 +154,7 @@ def claim_finding(stored: list[dict], method: str) -> tuple[str, str, str]:
 
 
 def report(stored: list[dict], results: Path = RESULTS) -> str:
-    from frugalrl.peft.compare import steps_label
+    from frugalrl.peft.table import steps_label
 
     head, table = stored[-1], table_of(stored)
     kept = {(r["run"]["target"], r["run"]["method"]) for r in stored}
@@ -196,7 +196,7 @@ def report(stored: list[dict], results: Path = RESULTS) -> str:
 
 def _keep_new_runs(runs_csv: Path, kept: set[tuple], results: Path, common: dict, stamp: dict) -> None:
     """Append every run of ``runs_csv`` not yet kept to ``results`` (called while the comparison runs)."""
-    from frugalrl.peft.compare import read_runs
+    from frugalrl.peft.table import read_runs
 
     if not runs_csv.is_file():
         return
@@ -210,7 +210,7 @@ def _keep_new_runs(runs_csv: Path, kept: set[tuple], results: Path, common: dict
 
 def run(args: argparse.Namespace) -> list[dict]:
     from frugalrl.config import load_config
-    from frugalrl.peft.compare import RUN_FIELDS, _write_csv, read_runs
+    from frugalrl.peft.table import RUN_FIELDS, read_runs, write_csv
     from frugalrl.rundir import start_run_dir
 
     common = _report.batch_common(load_before=_report.load_average())
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             not in have]  # fmt: skip
     if back:  # kept rows of an earlier session: the comparison skips them
         rows = [{**r, "curve": json.dumps(r.get("curve", []))} for r in [*present, *back]]
-        _write_csv(runs_csv, rows, RUN_FIELDS)
+        write_csv(runs_csv, rows, RUN_FIELDS)
     kept = {(r["run"]["target"], r["run"]["method"], r["run"]["seed"]) for r in earlier}
     command = ["peft", "compare", "-c", args.config, "-o", compare_dir, "--workers", args.workers, "--resume"]
     result = _harness.cli(command, compare_dir, sets, threads=None, cwd=Path.cwd(), stop_after_s=args.stop_after_s,

@@ -231,11 +231,11 @@ def test_peft_claims_come_from_the_kept_runs_and_wait_for_a_complete_table(bench
 
 def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh(bench, tmp_path):
     import peft_methods
-    from frugalrl.peft.compare import RUN_FIELDS, _write_csv
+    from frugalrl.peft.table import RUN_FIELDS, write_csv
 
     csv_path, results = tmp_path / "peft_runs.csv", tmp_path / "rows.jsonl"
     run = {**_peft_rows({"full": [1.0]}, seeds=1)[0]["run"], "curve": "[[3, 1.0]]"}
-    _write_csv(csv_path, [run], RUN_FIELDS)
+    write_csv(csv_path, [run], RUN_FIELDS)
     kept: set = set()
     for _ in range(2):  # polled twice: kept once
         peft_methods._keep_new_runs(csv_path, kept, results, {"batch": "b"}, {"contest": "c", "source_sha256": "s"})

@@ -292,7 +292,7 @@ def _run(method: str, seed: int, ret: float, curve: list | None = None, **costs:
 
 def test_aggregate_measures_against_full_fine_tuning_and_the_untrained_source():
     """% of the drop recovered is against `none`; steps to 90% of full read each run's training curve."""
-    from frugalrl.peft.compare import aggregate, best_method, markdown
+    from frugalrl.peft.table import aggregate, best_method, markdown
 
     rise = [[100, 10.0], [200, 50.0], [300, 95.0], [400, 95.0], [500, 95.0]]  # window 3 reaches 90 at step 500
     rows = [_run("full", s, 100.0, rise) for s in (1, 2, 3)]
@@ -317,7 +317,7 @@ def test_aggregate_measures_against_full_fine_tuning_and_the_untrained_source():
 
 
 def test_steps_to_reach_needs_a_window_of_episodes():
-    from frugalrl.peft.compare import steps_to_reach
+    from frugalrl.peft.table import steps_to_reach
 
     spike = [[10, 0.0], [20, 100.0], [30, 0.0], [40, 100.0], [50, 100.0], [60, 100.0]]
     assert steps_to_reach(spike, 90.0) == 60  # one lucky episode is not reaching it
@@ -326,12 +326,12 @@ def test_steps_to_reach_needs_a_window_of_episodes():
 
 
 def test_runs_keep_their_curves_and_old_rows_read_without_one(tmp_path):
-    from frugalrl.peft.compare import RUN_FIELDS, _write_csv, read_runs
+    from frugalrl.peft.table import RUN_FIELDS, read_runs, write_csv
 
     row = {**_run("full", 1, 5.0), "critic_trainable": 3, "env_steps": 40, "curve": json.dumps([[12, 1.5], [40, 3.0]])}
-    _write_csv(tmp_path / "runs.csv", [row], RUN_FIELDS)
+    write_csv(tmp_path / "runs.csv", [row], RUN_FIELDS)
     assert read_runs(tmp_path / "runs.csv")[0]["curve"] == [[12, 1.5], [40, 3.0]]
-    _write_csv(tmp_path / "old.csv", [row], [f for f in RUN_FIELDS if f != "curve"])
+    write_csv(tmp_path / "old.csv", [row], [f for f in RUN_FIELDS if f != "curve"])
     assert "curve" not in read_runs(tmp_path / "old.csv")[0]
 
 
