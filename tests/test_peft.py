@@ -101,6 +101,31 @@ def test_adapter_round_trips_onto_the_base_policy(method, tmp_path):
     assert torch.allclose(reloaded.act(obs), expected, atol=1e-6)
 
 
+def test_an_adapter_applies_to_a_source_kept_without_its_policy_file(tmp_path):
+    """benchmarks/artifacts keeps the PEFT source as config.yaml, checkpoint.pt and summary.json only: the
+    comparison's last step (exporting the best method's policy) rebuilds the base from the checkpoint
+    (before, it asked for policy.pt and the 90-run comparison ended in an error after its last run)."""
+    from frugalrl.nets.policy import ExportedPolicy
+    from frugalrl.peft.source import load_source
+
+    kept = REPO / "benchmarks" / "artifacts" / "invdoublependulum-peft-source"
+    assert not (kept / "policy.pt").exists()
+    base = load_source(str(kept)).actor()
+    tuned = copy.deepcopy(base)
+    adaptation = adapt(tuned, "lora", {"rank": 2}, ACTOR_HEADS)
+    with torch.no_grad():  # stands in for training: every trainable tensor moves
+        for p in tuned.parameters():
+            if p.requires_grad:
+                p.add_(torch.randn_like(p) * 0.1)
+    save_adapter(tmp_path / "adapter.pt", "lora", adaptation.options, trainable_state(tuned))
+    policy, config = apply_adapter(str(kept), str(tmp_path / "adapter.pt"))
+    obs = torch.randn(8, 9)  # InvertedDoublePendulum-v5 observations
+    expected = tuned.sample(obs, deterministic=True)[0]
+    assert config.policy.adapter.method == "lora" and config.env.id == "InvertedDoublePendulum-v5"
+    assert torch.allclose(policy.act(obs), expected, atol=1e-6)
+    assert not torch.allclose(ExportedPolicy(base, policy.spec).act(obs), expected)
+
+
 @pytest.mark.parametrize("method", method_names())
 def test_merged_network_has_no_peft_layers_and_the_same_actions(method):
     """What is served (an MLflow model) is the adapted network with peft's layers folded in."""

@@ -154,7 +154,7 @@ def compare(
         source = load_source(source_uri)
     check_methods(source, config)
     before = evaluate_policy(
-        exported(_source_actor(source), source.config, source.config.env), source.config.env, peft.eval_episodes,
+        exported(source.actor(), source.config, source.config.env), source.config.env, peft.eval_episodes,
         seed=10_000,
     )  # fmt: skip
     if peft.min_source_return is not None and before.mean < peft.min_source_return:
@@ -205,15 +205,6 @@ def compare(
         write_json(out / "best" / "summary.json", best_summary)
     write_json(out / "summary.json", summary)
     return summary
-
-
-def _source_actor(source: SourceRun) -> torch.nn.Module:
-
-    env = make_vec_env(source.config.env.model_copy(update={"num_envs": 1}), training=False)
-    actor = build_sac_actor(env.single_observation_space, env.single_action_space, source.config)
-    env.close()
-    actor.load_state_dict(source.agent_state["policy"])
-    return actor.eval()
 
 
 def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) -> tuple[Any, ExperimentConfig] | None:

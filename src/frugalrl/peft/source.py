@@ -12,9 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from frugalrl.algos.sac import build_sac_actor
 from frugalrl.checkpoint import load_checkpoint
 from frugalrl.config import ExperimentConfig, load_config
 from frugalrl.cost import CostMeter
+from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, TrackingError
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.registry import registry_client
@@ -34,6 +38,14 @@ class SourceRun:
     eval_mean: float | None = None
     train_flops: float | None = None  # what training the source from scratch cost
     train_s: float | None = None  # its wall-clock, the evaluation left out
+
+    def actor(self) -> torch.nn.Module:
+        """The source policy's actor, rebuilt from the checkpoint (no policy.pt needed)."""
+        env = make_vec_env(self.config.env.model_copy(update={"num_envs": 1}), training=False)
+        actor = build_sac_actor(env.single_observation_space, env.single_action_space, self.config)
+        env.close()
+        actor.load_state_dict(self.agent_state["policy"])
+        return actor.eval()
 
 
 def run_directory(uri: str) -> Path:

@@ -20,9 +20,9 @@ from frugalrl.config import AdapterSpec, ExperimentConfig
 from frugalrl.errors import CheckpointError
 from frugalrl.nets.builders import PolicyParts, register_builder
 from frugalrl.nets.policy import ExportedPolicy
-from frugalrl.peft.finetune import ACTOR_HEADS
+from frugalrl.peft.finetune import ACTOR_HEADS, exported
 from frugalrl.peft.methods import adapt
-from frugalrl.peft.source import run_directory
+from frugalrl.peft.source import load_source, run_directory
 from frugalrl.policy_store import load_policy_file
 from frugalrl.tracking.artifacts import resolve_artifact
 
@@ -51,7 +51,7 @@ def load_adapter(uri: str) -> dict[str, Any]:
 def apply_adapter(base_uri: str, adapter_uri: str) -> tuple[ExportedPolicy, ExperimentConfig]:
     """The base policy (a run directory, policy.pt or MLflow URI of a SAC run) with the adapter loaded."""
     blob = load_adapter(adapter_uri)
-    policy, config = load_policy_file(run_directory(base_uri))
+    policy, config = base_policy(base_uri)
     if config.policy.adapter is not None:
         raise CheckpointError(
             f"{base_uri} already carries a {config.policy.adapter.method} adapter; pass the base policy"
@@ -66,6 +66,17 @@ def apply_adapter(base_uri: str, adapter_uri: str) -> tuple[ExportedPolicy, Expe
         )
     adapted.load_state_dict(blob["state"], strict=False)
     return ExportedPolicy(adapted, spec=policy.spec).eval(), config
+
+
+def base_policy(base_uri: str) -> tuple[ExportedPolicy, ExperimentConfig]:
+    """The policy an adapter applies to: the run's ``policy.pt``, or, for a SAC source kept without one
+    (``config.yaml``, ``checkpoint.pt``, ``summary.json``: what ``benchmarks/artifacts`` keeps of the PEFT
+    comparison's source), its actor rebuilt from the checkpoint, as every run of the comparison builds it."""
+    directory = run_directory(base_uri)
+    if directory.is_dir() and not (directory / "policy.pt").is_file() and (directory / "checkpoint.pt").is_file():
+        source = load_source(str(directory))
+        return exported(source.actor(), source.config, source.config.env), source.config
+    return load_policy_file(directory)
 
 
 def _rebuild(policy: ExportedPolicy, config: ExperimentConfig) -> tuple[torch.nn.Module, Any]:
