@@ -211,7 +211,9 @@ def test_peft_claims_come_from_the_kept_runs_and_wait_for_a_complete_table(bench
     measured, evidence, verdict = peft_methods.claim_finding(rows, "lora")
     assert verdict == "confirmed" and "108% of full" in measured and "1.00% of the source's" in measured
     assert "36 of 36 runs kept" in evidence
-    assert peft_methods.claim_finding(rows, "adapter")[2] == "refuted"  # 64% of full, claimed 95%
+    assert peft_methods.claim_finding(rows, "adapter")[2] == (  # 64% of full at 1% of the cost: claimed 95% at 2.8%
+        "refuted (the score holds on 0 of 2 targets, the cost on 2 of 2)"
+    )
     measured, _, verdict = peft_methods.claim_finding(rows, "best")
     assert verdict == "confirmed" and "heavy: LoRA ranks 1 of 3" in measured  # [118, 121] above bitfit's [100, 102]
     close = {**returns, "bitfit": [117, 119, 122]}
