@@ -7,6 +7,7 @@ import csv
 import json
 import pickle
 import pickletools
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -69,6 +70,19 @@ def test_trainable_count_matches_what_changes(method):
         assert adaptation.trainable < sum(p.numel() for p in actor().parameters())
 
 
+def _tuned_copy(base: torch.nn.Module, method: str, options: dict | None, adapter: Path) -> torch.nn.Module:
+    """A copy of ``base`` adapted by ``method`` whose every trainable tensor moved (standing in for
+    training), its adapter saved to ``adapter``."""
+    tuned = copy.deepcopy(base)
+    adaptation = adapt(tuned, method, options, ACTOR_HEADS)
+    with torch.no_grad():
+        for p in tuned.parameters():
+            if p.requires_grad:
+                p.add_(torch.randn_like(p) * 0.1)
+    save_adapter(adapter, method, adaptation.options, trainable_state(tuned))
+    return tuned
+
+
 @pytest.mark.parametrize("method", method_names())
 def test_adapter_round_trips_onto_the_base_policy(method, tmp_path):
     """An adapter saved from a trained copy loads onto the saved base policy to identical outputs."""
@@ -83,13 +97,7 @@ def test_adapter_round_trips_onto_the_base_policy(method, tmp_path):
     env.close()
     spec = {"env": config.env.model_dump(mode="json"), "policy": config.policy.model_dump(mode="json")}
     save_policy(tmp_path / "base" / "policy.pt", ExportedPolicy(base, spec), config)
-    tuned = copy.deepcopy(base)
-    adaptation = adapt(tuned, method, None, ACTOR_HEADS)
-    with torch.no_grad():  # stands in for training: every trainable tensor moves
-        for p in tuned.parameters():
-            if p.requires_grad:
-                p.add_(torch.randn_like(p) * 0.1)
-    save_adapter(tmp_path / "adapter.pt", method, adaptation.options, trainable_state(tuned))
+    tuned = _tuned_copy(base, method, None, tmp_path / "adapter.pt")
     policy, adapted_config = apply_adapter(str(tmp_path / "base"), str(tmp_path / "adapter.pt"))
     obs = torch.randn(8, 17)
     expected = tuned.sample(obs, deterministic=True)[0]
@@ -111,13 +119,7 @@ def test_an_adapter_applies_to_a_source_kept_without_its_policy_file(tmp_path):
     kept = REPO / "benchmarks" / "artifacts" / "invdoublependulum-peft-source"
     assert not (kept / "policy.pt").exists()
     base = load_source(str(kept)).actor()
-    tuned = copy.deepcopy(base)
-    adaptation = adapt(tuned, "lora", {"rank": 2}, ACTOR_HEADS)
-    with torch.no_grad():  # stands in for training: every trainable tensor moves
-        for p in tuned.parameters():
-            if p.requires_grad:
-                p.add_(torch.randn_like(p) * 0.1)
-    save_adapter(tmp_path / "adapter.pt", "lora", adaptation.options, trainable_state(tuned))
+    tuned = _tuned_copy(base, "lora", {"rank": 2}, tmp_path / "adapter.pt")
     policy, config = apply_adapter(str(kept), str(tmp_path / "adapter.pt"))
     obs = torch.randn(8, 9)  # InvertedDoublePendulum-v5 observations
     expected = tuned.sample(obs, deterministic=True)[0]
