@@ -17,6 +17,7 @@ from .conftest import REPO
 BREAKOUT = EnvConfig(id="ALE/Breakout-v5", num_envs=2)
 
 
+@pytest.mark.slow
 def test_a_random_policy_scores_the_published_random_breakout_score_over_full_games():
     """Published random Breakout: 1.7 (Mnih et al. 2015; Machado et al. 2018's protocol gives about
     the same). One life of a random policy scores about a fifth of that, with automatic FIRE."""

@@ -77,6 +77,7 @@ def test_a_run_made_in_another_image_is_not_called_reproduced_unless_allowed(tmp
                                 "--allow-image-change)"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_run_without_commit_cannot_be_audited(tmp_path, monkeypatch):
     monkeypatch.setenv("FRUGALRL_GIT_COMMIT", "unknown")
     summary = train(tiny_config(tracking={"enabled": True}), tmp_path / "run", interactive=False)

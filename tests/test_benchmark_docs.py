@@ -49,7 +49,11 @@ RENDERERS = {
 }
 
 
-@pytest.mark.parametrize("script", sorted(RENDERERS))
+# the ledger reads every results file and re-derives each verdict (about 8 s): make test, not test-fast
+SCRIPTS = [pytest.param(s, marks=pytest.mark.slow) if s == "ledger.py" else s for s in sorted(RENDERERS)]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_the_doc_section_is_what_the_kept_rows_render(script, monkeypatch, capsys):
     """``script --report-only --check``, in this process (torch is imported once for all scripts)."""
     monkeypatch.syspath_prepend(str(BENCH))

@@ -280,6 +280,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, capsys,
     assert checkpoint.load_checkpoint(out / "checkpoint.pt")["agent"]["update"] == 2  # the first one, whole
 
 
+@pytest.mark.slow
 def test_a_run_resumed_against_another_store_gets_a_new_mlflow_run_naming_the_old(tmp_path, monkeypatch, capsys):
     config = tiny_config(tracking={"enabled": True}, ppo={"total_timesteps": 1024})
     out = tmp_path / "run"

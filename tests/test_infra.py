@@ -53,6 +53,7 @@ def test_kubectl_kustomize_renders_the_overlays_with_their_patches(overlay):
     assert {("trainer.kubeflow.org", "trainjobs"), ("kubeflow.org", "pytorchjobs"), ("", "configmaps")} <= jobs
 
 
+@pytest.mark.slow
 def test_infra_checks_pass_without_kubectl_or_terraform(tmp_path):
     """scripts/check_infra.sh with a PATH that holds neither (as on a fresh machine)."""
     bin_dir = tmp_path / "bin"

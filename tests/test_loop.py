@@ -274,6 +274,7 @@ def test_the_check_fails_for_a_count_a_config_hash_or_a_flop_count_that_moved():
     assert not ok and "value_loss" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "change",
     [["ppo.learning_rate=1.1e-3"], ["ppo.total_timesteps=2304"]],  # the recording: 1e-3; 2048 (8 updates of 256)

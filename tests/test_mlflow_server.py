@@ -5,9 +5,11 @@ PostgreSQL, trust auth) and a local artifact directory served through the server
 (``--artifacts-destination``), as the Kubernetes deployment in ``infra/`` runs it.
 Everything is checked through the REST client: runs, registered models, aliases, artifacts.
 
-The DAG runs once per module (``server_dag``), every stage a subprocess; the second test then runs
-the same DAG with every stage in the step image against the same server and finds the same scores.
-One run serves both tests: the suite has no minutes to run the subprocess DAG twice.
+The DAG runs once (``server_dag``), every stage a subprocess, and is checked; then the same DAG runs
+with every stage in the step image against the same server and must register the same scores. Both
+checks are one test, so one subprocess run serves both on one pytest worker. (As two tests in an
+``xdist_group`` each was set up on its own worker: pytest-xdist 3.8's loadgroup renames
+``item._nodeid``, which pytest 9.2 no longer reads, so the suite ran the subprocess DAG twice.)
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ from frugalrl.ops.images import daemon_available
 from frugalrl.tracking import git_dirty
 
 from .conftest import IN_CI, needs_postgres, running_mlflow_server
-
-# Both tests on one worker, in this order: the module's one DAG run serves them (make test's loadgroup).
-pytestmark = pytest.mark.xdist_group("server_dag")
 
 # The quick profile's stages and configs at a test budget: every branch of the production DAG
 # (evaluator, Optuna workers, tuned training; encoder and curriculum; PEFT source and comparison).
@@ -102,9 +101,20 @@ def _newest(client, name):  # noqa: ANN001, ANN202
 
 @pytest.mark.slow
 @needs_postgres
-def test_production_dag_against_mlflow_server_on_postgres(server_dag, tmp_path, monkeypatch):
+def test_the_production_dag_on_a_postgres_mlflow_server_then_in_containers(
+    server_dag, tmp_path, request, monkeypatch, capsys
+):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server_dag.url)
+    _check_the_subprocess_run(server_dag, tmp_path)
+    if not IN_CI and not daemon_available():
+        pytest.skip(
+            "the subprocess DAG's checks passed; the container half needs a Docker daemon (start dockerd; .ci/run does)"
+        )
+    _check_the_container_run(server_dag, request, monkeypatch, capsys)
+
+
+def _check_the_subprocess_run(server_dag: DagRun, tmp_path: Path) -> None:
     mlflow_server, out = server_dag.url, server_dag.out
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     assert "19 of 19 stages" in out and "FAILED" not in out and "(isolated:" in out
     assert f"MLflow UI: open {mlflow_server}" in out
     report = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("report: "))
@@ -154,19 +164,19 @@ def test_production_dag_against_mlflow_server_on_postgres(server_dag, tmp_path, 
         assert result["reproduced"], result["differences"]
 
 
-@pytest.mark.slow
-@needs_postgres
-def test_the_production_dag_in_containers_registers_what_subprocesses_register(
-    server_dag, request, monkeypatch, capsys
-):
+def _check_the_container_run(
+    server_dag: DagRun,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """The same DAG, every stage in the step image, against the same server: the same figures."""
-    if not IN_CI and not daemon_available():
-        pytest.skip("no Docker daemon answers (start dockerd; .ci/run does): the container run needs one")
     step_image = request.getfixturevalue("step_image")  # asked for here: without a daemon it cannot be built
     request.getfixturevalue("records")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server_dag.url)
     monkeypatch.setenv("OPTUNA_STORAGE", f"sqlite:///{server_dag.tmp / 'docker' / 'optuna.db'}")
     profile = server_dag.tmp / "ci.yaml"
+    capsys.readouterr()  # only what the container run prints
     main(["pipeline", "run", "--profile", str(profile), "--root", str(server_dag.tmp / "docker"), "--runner", "docker"])
     out = capsys.readouterr().out
     assert "19 of 19 stages" in out and f"(in containers of {step_image.tag})" in out

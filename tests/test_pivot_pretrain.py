@@ -48,6 +48,7 @@ def test_pretraining_learns_to_rank_held_out_states(tmp_path):
     assert "spearman_vs_advantage" in metrics
 
 
+@pytest.mark.slow
 def test_pretraining_in_a_fresh_process_starts_from_the_seeded_weights(tmp_path):
     """torch seeds each new process at random: a pipeline step (its own process) must seed the evaluator
     it builds, or the same dataset and config give another evaluator on every run."""

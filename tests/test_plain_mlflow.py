@@ -46,6 +46,7 @@ print(json.dumps({"returns": returns, "inputs": str(model.metadata.signature.inp
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config",
     [

@@ -60,6 +60,7 @@ def test_registry_aliases_challenger_and_champion(tmp_path):
     assert load_policy(f"models:/{name}@champion").spec["env"]["id"] == "CartPole-v1"
 
 
+@pytest.mark.slow
 def test_unreachable_server_fails_before_training(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
     with pytest.raises(TrackingError, match="unreachable"):
