@@ -50,6 +50,7 @@ SECTIONS = {
     "probe_cache": "## The RAM probe's CNN ceiling, computed and cached",
     "random_atari": "## The random policy on full Atari games, against the published random scores",
     "world_model_quality": "## Does the virtual env imagine the real game? World-model diagnostics, replay ratio",
+    "reward_predictability": "## Can the frozen latent tell when a reward comes? RAM, latent and world-model heads",
     "atari_throughput": "## What a million Atari agent steps cost: the latent policy, pixel PPO, Stable-Baselines3",
     "atari_equal_cpu": "## Pixel PPO against the latent policy at equal CPU-seconds, full games",
 }

@@ -16,6 +16,10 @@ the samples those steps draw per real env step. The figures are the run's own di
   within 25%);
 - the k-step latent error beside copy-last, and the run's CPU seconds (the refit's cost).
 
+The ``latent input`` column says which world model made the row: ``raw`` (rows before 2026-12-05: the
+MLP fed the frozen latents as they come, a spread of 0.02-0.1 per dimension) or ``standardised`` (each
+dimension by the model's running mean and spread, ``frugalrl.latent.world_model``).
+
 Rows go to ``benchmarks/results/world_model_quality.jsonl``, one per run, as each run ends.
 """
 
@@ -56,7 +60,8 @@ def _train(game: str, refresh_steps: int, rollout_steps: int, args: argparse.Nam
 
 def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common(real_steps=args.real_steps, frames=args.frames,
-                                  pretrain_updates=args.pretrain_updates, seed=args.seed)  # fmt: skip
+                                  pretrain_updates=args.pretrain_updates, seed=args.seed,
+                                  latent_input="standardised")  # fmt: skip
     cells = _harness.interleave(args.games, list(itertools.product(args.refresh_steps, args.rollout_steps)))
 
     def line(row: dict) -> str:
@@ -66,7 +71,16 @@ def run(args: argparse.Namespace) -> list[dict]:
         )
 
     # alternating within a game: A B A B
-    return _harness.measure(cells, lambda cell: _train(cell[0], *cell[1], args), args.results, common, line)
+    _harness.measure(cells, lambda cell: _train(cell[0], *cell[1], args), args.results, common, line, args.workers)
+    return select(_report.read_rows(args.results), args)
+
+
+def select(kept: list[dict], args: argparse.Namespace) -> list[dict]:
+    """The newest batch of each world model (raw latent input, then standardised): before and after."""
+    kinds = dict.fromkeys(r.get("latent_input", "raw") for r in kept)
+    return [
+        row for kind in kinds for row in _report.newest_batch([r for r in kept if r.get("latent_input", "raw") == kind])
+    ]
 
 
 def _num(value: float | None, fmt: str = "{:.3f}") -> str:
@@ -80,14 +94,15 @@ def render(rows: list[dict], results: Path) -> str:
         ratio = imagined / real if imagined is not None and real else None
         auc = r.get("wm_reward_auc")
         table.append([
-            r["game"], str(r["refresh_steps"]), str(r.get("rollout_steps", 1)), f"{r['replay_ratio']:.2f}", _num(auc),
+            r["game"], r.get("latent_input", "raw"), str(r["refresh_steps"]), str(r.get("rollout_steps", 1)),
+            f"{r['replay_ratio']:.2f}", _num(auc),
             "yes" if auc is not None and auc >= 0.8 else "**no**", _num(imagined), _num(real), _num(ratio, "{:.2f}"),
             "yes" if ratio is not None and abs(ratio - 1) <= 0.25 else "**no**",
             f"{_num(r.get('wm_latent_error_k'), '{:.4f}')} / {_num(r.get('wm_latent_error_k_copy'), '{:.4f}')}",
             f"{r['cpu_s']:.0f}",
         ])  # fmt: skip
-    header = ["game", "refit steps", "latent loss steps (k)", "replay ratio", "reward AUC", "AUC >= 0.8",
-              "imagined events (16 steps)", "real events", "imagined / real", "within 25%",
+    header = ["game", "latent input", "refit steps", "latent loss steps (k)", "replay ratio", "reward AUC",
+              "AUC >= 0.8", "imagined events (16 steps)", "real events", "imagined / real", "within 25%",
               "16-step latent error: model / copy-last", "CPU s"]  # fmt: skip
     first = rows[0]
     return "\n".join([
@@ -111,9 +126,10 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=10_000)
     parser.add_argument("--pretrain-updates", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="runs at a time (CPU seconds are each run's own)")
     _report.add_output_args(parser, "world_model_quality")
     args = parser.parse_args()
-    _report.run_or_render("world_model_quality", args, run, render)
+    _report.run_or_render("world_model_quality", args, run, render, select)
 
 
 if __name__ == "__main__":

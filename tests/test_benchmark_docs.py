@@ -43,6 +43,7 @@ RENDERERS = {
     "probe_cache.py": ([], ["probe_cache"]),
     "random_atari.py": ([], ["random_atari"]),
     "world_model_quality.py": ([], ["world_model_quality"]),
+    "reward_predictability.py": ([], ["reward_predictability"]),
     "atari_throughput.py": ([], ["atari_throughput"]),
     "atari_equal_cpu.py": ([], ["atari_equal_cpu"]),
     "ledger.py": ([], ["claims_ledger"]),

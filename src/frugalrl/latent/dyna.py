@@ -8,7 +8,6 @@ and hands the virtual env fresh start latents (``frugalrl.latent.train.LatentCur
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from frugalrl.algos.ppo import PPO
 from frugalrl.config import ExperimentConfig
@@ -73,7 +72,7 @@ class WorldModelRefresher:
             alive = alive & ~b["d"][at].bool()
             latent = self.wm(latent, b["a"][at]).next_latent
             if alive.any():
-                errors.append(F.mse_loss(latent[alive], b["z1"][at][alive]) * self.wm.latent_dim)
+                errors.append(self.wm.latent_error(latent[alive], b["z1"][at][alive]))
         return torch.stack(errors).mean() if errors else first.new_zeros(())
 
     def refit(self) -> float:
