@@ -22,7 +22,11 @@ score higher than pixel PPO, and do imagined rollouts add anything on top? Proto
 The shared encoder (``--encoder``: ``runs/encoders/encoder``, made by
 ``python benchmarks/latent_vs_pixel.py --games ALE/Boxing-v5 ALE/Breakout-v5 ALE/Pong-v5 --encoder-only
 --encoder-dir runs/encoders --write``) is listed once, with its cost amortised over the latent runs
-that used it and unamortised. Rows are kept as each run ends (``benchmarks/results/atari_equal_cpu.jsonl``);
+that used it and unamortised. A build made again on another machine is another build (the table
+lists the builds); the one made on 2026-12-05 (sha256 ``d8af3c2033aa...``, its pretraining row in
+``latent_vs_pixel.jsonl``) is kept in ``benchmarks/artifacts/atari-shared-encoder``, so a later session
+continues with it instead of making one: ``mkdir -p runs/encoders && cp -r
+benchmarks/artifacts/atari-shared-encoder runs/encoders/encoder``. Rows are kept as each run ends (``benchmarks/results/atari_equal_cpu.jsonl``);
 the table renders every row at the newest budget, so the comparison runs in parts across sessions.
 
     python benchmarks/atari_equal_cpu.py --games ALE/Boxing-v5 --variants pixel real --seeds 1 2 \
