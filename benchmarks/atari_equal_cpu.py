@@ -26,8 +26,9 @@ that used it and unamortised. A build made again on another machine is another b
 lists the builds); the one made on 2026-12-05 (sha256 ``d8af3c2033aa...``, its pretraining row in
 ``latent_vs_pixel.jsonl``) is kept in ``benchmarks/artifacts/atari-shared-encoder``, so a later session
 continues with it instead of making one: ``mkdir -p runs/encoders && cp -r
-benchmarks/artifacts/atari-shared-encoder runs/encoders/encoder``. Rows are kept as each run ends (``benchmarks/results/atari_equal_cpu.jsonl``);
-the table renders every row at the newest budget, so the comparison runs in parts across sessions.
+benchmarks/artifacts/atari-shared-encoder runs/encoders/encoder``. Rows are kept as each run ends
+(``benchmarks/results/atari_equal_cpu.jsonl``); the table renders every row at the newest budget, so the
+comparison runs in parts across sessions.
 
     python benchmarks/atari_equal_cpu.py --games ALE/Boxing-v5 --variants pixel real --seeds 1 2 \
         --cpu-budget-s 1200 --encoder runs/encoders/encoder --write
