@@ -106,7 +106,10 @@ def cli(
     command runs and once after it ends (to keep what it has written so far); ``stop_after_s`` ends the
     command and its worker processes after that long (``Run.stopped``: not a failure).
     """
-    out = Path(out)
+    # The command runs in ``cwd`` (default: beside the run), so a run directory named relative to the caller's
+    # directory would land under that one instead (measured: runs/x/runs/x/...): pass the caller's meaning on.
+    given, out = str(out), Path(out).absolute()
+    command = [str(out) if str(part) == given else part for part in command]
     first = [TRACKING_OFF, *([f"threads={threads}"] if threads is not None else [])]
     sets = list(dict.fromkeys([*first, *sets]))  # a script's own tracking / threads setting is not passed twice
     log = Path(log) if log else out.parent / f"{out.name}.log"

@@ -137,6 +137,24 @@ def test_a_failed_frugalrl_command_raises_with_its_log(bench, tmp_path):
     assert "no-such-command" in log and log in str(failed.value)
 
 
+def test_a_run_directory_named_relative_to_the_caller_lands_there(bench, tmp_path, monkeypatch):
+    """The command runs beside the run (its cwd), so a relative ``--out`` must reach it as the caller meant it."""
+    harness, _ = bench
+    started = []
+    popen = harness.subprocess.Popen
+
+    def record(args, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        started.append((args, kwargs["cwd"]))
+        return popen(["true"], **kwargs)  # no training: where the run would be written is the point
+
+    monkeypatch.setattr(harness.subprocess, "Popen", record)
+    monkeypatch.chdir(tmp_path)
+    harness.train("configs/cartpole-ppo.yaml", harness.Path("runs/equal-cpu/Pong-pixel-1"))
+    args, cwd = started[0]
+    out = args[args.index("--out") + 1]
+    assert out == str(tmp_path / "runs/equal-cpu/Pong-pixel-1") and harness.Path(cwd) == tmp_path / "runs/equal-cpu"
+
+
 def test_metrics_first_reaching_and_episode_returns(bench, tmp_path):
     harness, _ = bench
     rows = [{"step": 10}, {"step": 20, "episode_return": 5.0}, {"step": 30, "episode_return": 9.0}]
