@@ -16,7 +16,9 @@ fitted on games 0-5 of the dataset and scored (ROC AUC, 0.5 = chance) on the two
   statistics held at mean 0 and variance 1 (the model before 2026-12-05) and once with them tracked.
 
 Each head also imagines 16 steps open-loop from every held-out start whose 16 real steps stay in one
-episode, with the recorded actions: the expected reward events against the real ones.
+episode, with the recorded actions: the expected reward events (each step weighted by the probability
+that the imagined episode still goes on, as the world-model gate counts them, and unweighted) against
+the real ones, and the imagined 16-step survival against the real one ((1 - end rate) ** 16).
 Rows go to ``benchmarks/results/reward_predictability.jsonl``, one per game.
 """
 
@@ -66,27 +68,36 @@ def _trees_auc(x: np.ndarray, y: np.ndarray, train: np.ndarray, seed: int) -> fl
 
 
 def _head_figures(wm: LatentWorldModel, z: torch.Tensor, data: FrameDataset) -> dict[str, float | None]:
-    """Held-out AUC of the head's calibrated event probability, and imagined / real events over 16 steps."""
+    """Held-out AUC of the head's calibrated event probability; imagined (each step weighted by the imagined
+    episode's survival, and unweighted) against real events over 16 steps; imagined and real 16-step survival."""
     actions, rewards = torch.as_tensor(data.actions), torch.as_tensor(data.rewards)
     ends = torch.as_tensor(data.terminated | data.truncated)
     with torch.no_grad():
         zs, a = z[TEST_GAMES, :-1].reshape(-1, z.shape[-1]), actions[TEST_GAMES, :-1].reshape(-1)
         p_event = 1 - wm.reward_probs(wm(zs, a))[:, 1]
         auc = roc_auc(p_event, rewards[TEST_GAMES, :-1].reshape(-1) != 0)
-        imagined = real = starts_n = 0.0
+        imagined = unweighted = survival = real = starts_n = 0.0
         for g in TEST_GAMES:
             starts = [s for s in range(0, z.shape[1] - HORIZON - 1) if not bool(ends[g, s : s + HORIZON].any())]
             s = torch.as_tensor(starts)
-            latent, alive, events = z[g, s], torch.ones(len(s)), torch.zeros(len(s))
+            latent, alive, events, plain = z[g, s], torch.ones(len(s)), torch.zeros(len(s)), torch.zeros(len(s))
             for k in range(HORIZON):
                 pred = wm(latent, actions[g, s + k])
-                events += (1 - wm.reward_probs(pred)[:, 1]) * alive
+                p_step = 1 - wm.reward_probs(pred)[:, 1]
+                events, plain = events + p_step * alive, plain + p_step
                 alive = alive * (1 - wm.done_prob(pred))
                 latent = pred.next_latent
-            imagined += float(events.sum())
+            imagined, unweighted, survival = (
+                imagined + float(events.sum()),
+                unweighted + float(plain.sum()),
+                survival + float(alive.sum()),
+            )
             real += float(sum((rewards[g, s + k] != 0).float() for k in range(HORIZON)).sum())
             starts_n += len(s)
-    return {"auc": auc, "imagined_events": imagined / starts_n, "real_events": real / starts_n}
+    end_rate = float(ends[TEST_GAMES, :-1].float().mean())
+    return {"auc": auc, "imagined_events": imagined / starts_n, "real_events": real / starts_n,
+            "imagined_events_unweighted": unweighted / starts_n, "imagined_survival": survival / starts_n,
+            "real_survival": (1 - end_rate) ** HORIZON}  # fmt: skip
 
 
 def _fit_head(cls: type[LatentWorldModel], z: torch.Tensor, data: FrameDataset, steps: int, seed: int,
@@ -150,7 +161,11 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 def render(rows: list[dict], results: Path) -> str:
     def ratio(r: dict, head: str) -> str:
-        return f"{r[f'{head}_imagined_events']:.3f} / {r[f'{head}_real_events']:.3f}"
+        line = f"{r[f'{head}_imagined_events']:.3f} / {r[f'{head}_real_events']:.3f}"
+        if f"{head}_imagined_events_unweighted" in r:  # rows before these figures were kept lack them
+            line += (f" (unweighted {r[f'{head}_imagined_events_unweighted']:.3f}; survival "
+                     f"{r[f'{head}_imagined_survival']:.2f} vs {r[f'{head}_real_survival']:.2f})")  # fmt: skip
+        return line
 
     table = [[r["game"], f"{r['reward_events']:,} ({r['heldout_events']})", f"{r['latent_spread']:.3f}",
               f"{r['auc_ram_action']:.3f}", f"{r['auc_latent_action_trees']:.3f}", f"{r['saved_auc']:.3f}",
