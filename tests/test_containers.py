@@ -68,6 +68,7 @@ def _docker_run(image: str, *command: str) -> str:
     return out.decode()
 
 
+@pytest.mark.slow
 def test_the_image_runs_the_doctor_as_its_non_root_user(step_image):
     report = _docker_run(step_image.tag, "check")  # what `docker run --rm IMAGE check` prints
     assert "torch" in report and "mlflow" in report and "kfp" in report
@@ -77,6 +78,7 @@ def test_the_image_runs_the_doctor_as_its_non_root_user(step_image):
     assert step_image.tag == f"frugalrl:0.1.0-{step_image.git_commit[:12]}" + ("-dirty" if step_image.git_dirty else "")
 
 
+@pytest.mark.slow
 def test_push_then_compile_names_the_pushed_digest_in_every_step(records, registry, tmp_path, capsys):
     main(["image", "push", "--registry", registry])
     record = ImageRecord(**json.loads((records / "image-cpu.json").read_text()))
