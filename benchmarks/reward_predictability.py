@@ -36,7 +36,7 @@ import _report
 from frugalrl.latent.dataset import FrameDataset, load_dataset
 from frugalrl.latent.encoder import encode
 from frugalrl.latent.quality import roc_auc
-from frugalrl.latent.store import load_latent_file
+from frugalrl.latent.store import LatentModels, load_latent_file
 from frugalrl.latent.world_model import LatentWorldModel
 
 HORIZON = 16
@@ -50,7 +50,7 @@ class RawInputWorldModel(LatentWorldModel):
         pass
 
 
-def _latents(models, data: FrameDataset) -> torch.Tensor:  # noqa: ANN001
+def _latents(models: LatentModels, data: FrameDataset) -> torch.Tensor:
     games, steps = data.actions.shape
     g, t = (a.ravel() for a in np.meshgrid(np.arange(games), np.arange(steps), indexing="ij"))
     stack = int(data.meta["stack"])
