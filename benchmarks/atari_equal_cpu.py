@@ -331,17 +331,28 @@ def target_lines(by: dict, intervals: dict, games: list[str]) -> list[str]:
               if g in CLEARLY_PLAYED and v != "pixel" and value > CLEARLY_PLAYED[g]]  # fmt: skip
     lines.append("- a game clearly played by a latent contender (Boxing > 20, Breakout > 10, Pong > -10): "
                  f"{'met: ' + ', '.join(played) if played else 'missed'}")  # fmt: skip
+    lines += curriculum_lines(by, games)
+    return lines
+
+
+def curriculum_lines(by: dict, games: list[str]) -> list[str]:
+    """Issue 31: the curriculum against 100% real latent at equal CPU-seconds, the difference of their IQMs with
+    its bootstrap interval (each contender's runs resampled apart), whatever its sign."""
+    lines = []
     for game in games:
         for variant in ("stages", "adaptive"):
-            cur, real = by.get((game, variant), []), by.get((game, "real"), [])
-            if cur and real:
-                diff = statistics.median(r["score"] for r in cur) - statistics.median(r["score"] for r in real)
-                mine, theirs = (_ci(*_report.stratified_bootstrap_iqm({game: [r["score"] for r in runs]}),
-                                    runs=len(runs)) for runs in (cur, real))  # fmt: skip
-                lines.append(
-                    f"- {game.split('/')[-1]} {variant} minus 100% real (difference of medians): {diff:+.2f}; "
-                    f"IQM {mine} against {theirs}"
-                )
+            cur, real = ([r["score"] for r in by.get((game, v), [])] for v in (variant, "real"))
+            if not (cur and real):
+                continue
+            diff = _report.bootstrap_iqm_difference(cur, real)
+            runs = min(len(cur), len(real))
+            says = ""
+            if runs >= MIN_RUNS_FOR_INTERVAL:
+                says = (" (the curriculum ahead)" if diff[1] > 0 else " (the curriculum behind)" if diff[2] < 0
+                        else " (the interval holds 0: no difference shown)")  # fmt: skip
+            lines.append(f"- the curriculum against 100% real latent, {game.split('/')[-1]} {variant} minus real "
+                         f"({len(cur)} against {len(real)} runs): IQM difference "
+                         f"{_ci(*diff, fmt='{:+.2f}', runs=runs)}{says}")  # fmt: skip
     return lines
 
 

@@ -346,9 +346,48 @@ def no_full_game_rows() -> Finding:
     )
 
 
+def latent_cost_equal_cpu() -> Finding | None:
+    """The cost of a real agent step, the curriculum's and the 100%-real latent policy's against pixel PPO's, from
+    the equal-CPU rows (full games; same game and seed paired): None until the curriculum has rows there."""
+    from atari_equal_cpu import latest
+
+    rows, _ = latest(rows_of("atari_equal_cpu"))
+    pixel = {(r["game"], r["seed"]): r for r in rows if r["variant"] == "pixel"}
+    pairs = {v: [(r, pixel[r["game"], r["seed"]]) for r in rows
+                 if r["variant"] == v and (r["game"], r["seed"]) in pixel] for v in ("stages", "real")}  # fmt: skip
+    if not pairs["stages"]:
+        return None
+
+    def per_step(pairs: list[tuple[dict, dict]], key: str) -> tuple[float, float]:
+        return paired_ratios([(a[key] / a["real_steps"], b[key] / b["real_steps"]) for a, b in pairs])
+
+    cells = []
+    for variant, name in (("stages", "the seed's 3-stage curriculum"), ("real", "the latent policy 100% real")):
+        if pairs[variant]:
+            games = sorted({a["game"].split("/")[-1] for a, _ in pairs[variant]})
+            cells.append(f"{name} ({len(pairs[variant])} pairs: {', '.join(games)}): training CPU-s "
+                         f"{both(per_step(pairs[variant], 'train_cpu_s'), '{:.3f}')}, FLOPs "
+                         f"{both(per_step(pairs[variant], 'per_run_flops'), '{:.3f}')} of pixel PPO's")  # fmt: skip
+    cpu = per_step(pairs["stages"], "train_cpu_s")
+    verdict = ("confirmed" if max(cpu) <= 0.02 else
+               "refuted as stated (a real saving, several times smaller)" if max(cpu) < 1 else "refuted")  # fmt: skip
+    budget = pairs["stages"][0][0]["cpu_budget_s"]
+    return Finding(
+        "per real agent step (ratio of medians / median of per-seed ratios), at equal training CPU-seconds: "
+        + "; ".join(cells)
+        + "; the shared encoder is listed once beside the equal-CPU table",
+        f"{budget:,.0f} training CPU-s per run, paired with pixel PPO on the same game and seed",
+        verdict,
+        commands([r for pair in pairs["stages"] + pairs["real"] for r in pair]),
+    )
+
+
 def latent_cost() -> Finding:
     from latent_vs_pixel import SINGLE_LIFE_PROTOCOL
 
+    equal_cpu = latent_cost_equal_cpu()  # issue 31: the RLVR rows are re-derived from the equal-CPU runs
+    if equal_cpu is not None:
+        return equal_cpu
     runs, encoder = latent_rows()
     note = ""
     if not any(r["variant"] != "pixel" for r in runs):  # costs do not depend on how games are scored
@@ -423,6 +462,15 @@ def latent_equal_cpu() -> Finding:
         verdict = "not measurable at this budget (intervals overlap)"
     side = (f"; above pixel PPO (non-overlapping 95% intervals): {', '.join(above) or 'none'}"
             f"; below: {', '.join(below) or 'none'}")  # fmt: skip
+    from atari_equal_cpu import curriculum_lines
+
+    by: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        by.setdefault((row["game"], row["variant"]), []).append(row)
+    curriculum = [line.removeprefix("- the curriculum against 100% real latent, ")
+                  for line in curriculum_lines(by, sorted({r["game"] for r in rows}))]  # fmt: skip
+    if curriculum:
+        side += "; the curriculum against 100% real latent: " + "; ".join(curriculum)
     return Finding(
         f"score IQM [95% stratified-bootstrap CI] at {budget:,.0f} training CPU-s per run: {'; '.join(parts)}{side}",
         f"{len(rows)} runs, 30 full games each, one torch thread",

@@ -86,3 +86,62 @@ def test_the_stratified_bootstrap_resamples_runs_within_each_task(monkeypatch):
     assert _report.stratified_bootstrap_iqm({"a": [1.0, 5.0, 2.0]}) == _report.stratified_bootstrap_iqm(
         {"a": [1.0, 5.0, 2.0]}
     )
+
+
+def test_the_iqm_difference_has_an_interval_over_each_contenders_runs(monkeypatch):
+    """The curriculum against 100% real latent (issue 31): the difference of IQMs, resampled per contender."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import _report
+
+    point, low, high = _report.bootstrap_iqm_difference([5.0, 6.0, 7.0], [1.0, 2.0, 3.0])
+    assert point == 4.0 and 2.0 <= low < point < high <= 6.0  # apart: the interval excludes 0
+    point, low, high = _report.bootstrap_iqm_difference([1.0, 4.0, 2.0], [3.0, 1.0, 2.5])
+    assert low < 0 < high  # overlapping runs: the interval holds 0
+    assert _report.bootstrap_iqm_difference([2.0] * 3, [2.0] * 3) == (0.0, 0.0, 0.0)
+
+
+def test_the_curriculum_line_names_the_difference_and_what_it_shows(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    from atari_equal_cpu import curriculum_lines
+
+    def runs(*scores):
+        return [{"score": s} for s in scores]
+
+    game = "ALE/Breakout-v5"
+    ahead = curriculum_lines({(game, "stages"): runs(5.0, 6.0, 7.0), (game, "real"): runs(1.0, 2.0, 3.0)}, [game])
+    assert len(ahead) == 1 and "+4.00 [" in ahead[0] and "the curriculum ahead" in ahead[0]
+    same = curriculum_lines({(game, "stages"): runs(1.0, 4.0, 2.0), (game, "real"): runs(3.0, 1.0, 2.5)}, [game])
+    assert "no difference shown" in same[0]
+    thin = curriculum_lines({(game, "stages"): runs(5.0), (game, "real"): runs(1.0, 2.0, 3.0)}, [game])
+    assert "no interval: 1 run" in thin[0]
+    assert curriculum_lines({(game, "real"): runs(1.0, 2.0, 3.0)}, [game]) == []
+
+
+def test_the_ledger_derives_the_latent_cost_from_the_equal_cpu_runs(monkeypatch):
+    """Issue 31: the RLVR cost row comes from the equal-CPU rows once the curriculum has some, per real step."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import ledger
+
+    def row(variant, seed, steps, flops):
+        return {
+            "protocol": "full-game",
+            "cpu_budget_s": 1200.0,
+            "stopped_by_cpu_budget": True,
+            "game": "ALE/Pong-v5",
+            "variant": variant,
+            "seed": seed,
+            "score": -20.0,
+            "real_steps": steps,
+            "train_cpu_s": 1200.0,
+            "per_run_flops": flops,
+            "command": "python benchmarks/atari_equal_cpu.py",
+        }
+
+    pixel_only = [row("pixel", 1, 300_000, 6e13), row("real", 1, 1_500_000, 3e13)]
+    monkeypatch.setattr(ledger, "rows_of", lambda name: pixel_only if name == "atari_equal_cpu" else [])
+    assert ledger.latent_cost_equal_cpu() is None  # no curriculum rows yet: the older derivation stands
+    rows = [*pixel_only, row("stages", 1, 1_200_000, 3e13)]
+    monkeypatch.setattr(ledger, "rows_of", lambda name: rows if name == "atari_equal_cpu" else [])
+    finding = ledger.latent_cost_equal_cpu()
+    # a real step of the curriculum: 1200 / 1.2M CPU-s against pixel's 1200 / 300k, a quarter
+    assert "training CPU-s 0.250 / 0.250" in finding.measured and "refuted as stated" in finding.verdict
