@@ -7,7 +7,7 @@ import torch
 
 from frugalrl.latent.envs import VirtualVectorEnv
 from frugalrl.latent.quality import roc_auc
-from frugalrl.latent.world_model import REWARD_CLASSES, LatentWorldModel
+from frugalrl.latent.world_model import MAX_CLASS_WEIGHT, REWARD_CLASSES, LatentWorldModel
 
 D, A = 8, 4
 
@@ -44,6 +44,21 @@ def test_imagined_reward_and_end_rates_match_the_real_rates_where_no_input_predi
     # what the argmax of the same heads imagined before: never a reward, never an end
     pred = wm(torch.rand(512, D) * 2 - 1, torch.randint(0, A, (512,)))
     assert (REWARD_CLASSES[(pred.reward_logits + wm.reward_counts.log()).argmax(-1)] == 0).all()
+
+
+def test_events_rarer_than_the_weight_cap_allows_come_out_at_their_rate():
+    """A game end once in 1,000 steps (Boxing's: once in about 1,800) is weighted at the cap, not at its
+    inverse frequency: the calibration divides by the weights used, so the probability is its rate (dividing
+    by the prior instead gave 0.00012 here, an eighth)."""
+    torch.manual_seed(0)
+    wm = LatentWorldModel(D, A, [32])
+    _fit(wm, reward_rate=0.002, done_rate=0.001, steps=600)
+    assert float(wm._class_weights(wm.done_counts)[1]) == MAX_CLASS_WEIGHT  # the cap binds
+    with torch.no_grad():
+        pred = wm(torch.rand(4096, D) * 2 - 1, torch.randint(0, A, (4096,)))
+    done, reward = float(wm.done_prob(pred).mean()), float(wm.reward_probs(pred)[:, 2].mean())
+    assert 0.0005 < done < 0.002, done
+    assert 0.001 < reward < 0.004, reward
 
 
 def test_a_head_that_can_tell_ranks_rewarded_steps_first():

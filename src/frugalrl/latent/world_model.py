@@ -8,9 +8,12 @@ Rewards and game ends are rare (a Breakout point every few dozen steps of random
 life every few hundred), so an unweighted loss teaches the heads to say "nothing happens" and an
 argmax never imagines a reward. The heads are trained class-balanced instead (each class weighted
 by the inverse of its frequency in the data seen so far, kept in the ``*_counts`` buffers), which
-makes them learn the balanced probabilities ``p(y|x) / p(y)`` (up to normalisation); multiplying by
-the class prior again (``reward_probs``, ``done_prob``: the logits plus ``log p(y)``) gives back
-calibrated probabilities, from which the virtual env imagines (expected reward, sampled ends).
+makes them learn the balanced probabilities ``p(y|x) / p(y)`` (up to normalisation); dividing by the
+class weights again (``reward_probs``, ``done_prob``: the logits minus ``log w(y)``) gives back
+calibrated probabilities, from which the virtual env imagines (expected reward, sampled ends). The
+weights, not the prior: a class rarer than 1 in ``2 * MAX_CLASS_WEIGHT`` steps (a game end in Boxing
+or Pong, a point Pong's random play wins) has its weight capped, and correcting by its prior would
+divide its probability by the cap's shortfall (9x for Boxing's game ends).
 
 The frozen latents are small numbers (a per-dimension spread of 0.02-0.1 on the shared Atari
 encoder) beside a one-hot action of 1, and an MLP fed them raw ranks rewarded steps no better than
@@ -106,16 +109,17 @@ class LatentWorldModel(nn.Module):
         return counts / counts.sum()
 
     def reward_probs(self, pred: Prediction) -> torch.Tensor:
-        """(B, 3) calibrated probabilities of REWARD_CLASSES: the balanced head times the class prior."""
-        return torch.softmax(pred.reward_logits + self._prior(self.reward_counts).log(), dim=-1)
+        """(B, 3) calibrated probabilities of REWARD_CLASSES: the weighted head's odds divided by the class
+        weights it was trained with (the class prior where no weight is capped)."""
+        return torch.softmax(pred.reward_logits - self._class_weights(self.reward_counts).log(), dim=-1)
 
     def expected_reward(self, pred: Prediction) -> torch.Tensor:
         return self.reward_probs(pred) @ REWARD_CLASSES.to(pred.reward_logits.dtype)
 
     def done_prob(self, pred: Prediction) -> torch.Tensor:
         """(B,) calibrated probability that the step ends the episode (a lost life, in training data)."""
-        prior = self._prior(self.done_counts)
-        return torch.sigmoid(pred.done_logit + (prior[1] / prior[0]).log())
+        weights = self._class_weights(self.done_counts)
+        return torch.sigmoid(pred.done_logit - (weights[1] / weights[0]).log())
 
     def _class_weights(self, counts: torch.Tensor) -> torch.Tensor:
         weights = 1.0 / (len(counts) * self._prior(counts))
