@@ -124,7 +124,8 @@ def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdi
         "step_cap": step_cap(variant, args),
         "per_run_flops": summary.get("per_run_flops", summary.get("total_flops")),
         "curve": points,
-        **{k: summary[k] for k in ("wm_reward_auc", "wm_imagined_events", "wm_real_events") if k in summary},
+        **{k: summary[k] for k in ("wm_reward_auc", "wm_imagined_events", "wm_real_events", "wm_imagined_survival",
+                                   "wm_real_survival") if k in summary},  # fmt: skip
     }
 
 

@@ -18,7 +18,13 @@ the samples those steps draw per real env step. The figures are the run's own di
 
 The ``latent input`` column says which world model made the row: ``raw`` (rows before 2026-12-05: the
 MLP fed the frozen latents as they come, a spread of 0.02-0.1 per dimension) or ``standardised`` (each
-dimension by the model's running mean and spread, ``frugalrl.latent.world_model``).
+dimension by the model's running mean and spread, ``frugalrl.latent.world_model``). The ``counted from``
+column says how the event counts were made: ``windows without an end`` (rows before the change of
+2026-12-05: the real count only over starts whose 16 steps stayed in one episode, the imagined one
+weighted by survival, so the two halves measured different things, and the heads calibrated by the
+class prior) or ``every start`` (both sides from every start, the real count up to the episode's end,
+the heads calibrated by their class weights); the survival column (``every start`` rows) is the share
+of starts still in their episode 16 steps on, imagined against real.
 
 Rows go to ``benchmarks/results/world_model_quality.jsonl``, one per run, as each run ends.
 """
@@ -37,6 +43,7 @@ CONFIG = "configs/breakout-latent.yaml"
 ROLLOUT = 8 * 128  # env.num_envs x ppo.num_steps of the config: real steps per update
 REFRESH_EVERY = 10  # latent.world_model.refresh_every_updates of the config
 WM_BATCH = 64 * 4  # latent.batch_size x 4: one refit step's samples
+EVERY_START, WINDOWS = "every start", "windows without an end"  # how the event counts were made (docstring)
 
 
 def _train(game: str, refresh_steps: int, rollout_steps: int, args: argparse.Namespace) -> dict:
@@ -61,7 +68,7 @@ def _train(game: str, refresh_steps: int, rollout_steps: int, args: argparse.Nam
 def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common(real_steps=args.real_steps, frames=args.frames,
                                   pretrain_updates=args.pretrain_updates, seed=args.seed,
-                                  latent_input="standardised")  # fmt: skip
+                                  latent_input="standardised", events_from=EVERY_START)  # fmt: skip
     cells = _harness.interleave(args.games, list(itertools.product(args.refresh_steps, args.rollout_steps)))
 
     def line(row: dict) -> str:
@@ -76,11 +83,14 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 
 def select(kept: list[dict], args: argparse.Namespace) -> list[dict]:
-    """The newest batch of each world model (raw latent input, then standardised): before and after."""
-    kinds = dict.fromkeys(r.get("latent_input", "raw") for r in kept)
-    return [
-        row for kind in kinds for row in _report.newest_batch([r for r in kept if r.get("latent_input", "raw") == kind])
-    ]
+    """The newest batch of each world model and count (raw latent input, then standardised; windows, then every
+    start): before and after."""
+
+    def kind(row: dict) -> tuple[str, str]:
+        return row.get("latent_input", "raw"), row.get("events_from", WINDOWS)
+
+    kinds = dict.fromkeys(kind(r) for r in kept)
+    return [row for k in kinds for row in _report.newest_batch([r for r in kept if kind(r) == k])]
 
 
 def _num(value: float | None, fmt: str = "{:.3f}") -> str:
@@ -94,15 +104,19 @@ def render(rows: list[dict], results: Path) -> str:
         ratio = imagined / real if imagined is not None and real else None
         auc = r.get("wm_reward_auc")
         table.append([
-            r["game"], r.get("latent_input", "raw"), str(r["refresh_steps"]), str(r.get("rollout_steps", 1)),
+            r["game"], r.get("latent_input", "raw"), r.get("events_from", WINDOWS), str(r["refresh_steps"]),
+            str(r.get("rollout_steps", 1)),
             f"{r['replay_ratio']:.2f}", _num(auc),
             "yes" if auc is not None and auc >= 0.8 else "**no**", _num(imagined), _num(real), _num(ratio, "{:.2f}"),
             "yes" if ratio is not None and abs(ratio - 1) <= 0.25 else "**no**",
+            f"{_num(r.get('wm_imagined_survival'), '{:.2f}')} / {_num(r.get('wm_real_survival'), '{:.2f}')}",
             f"{_num(r.get('wm_latent_error_k'), '{:.4f}')} / {_num(r.get('wm_latent_error_k_copy'), '{:.4f}')}",
             f"{r['cpu_s']:.0f}",
         ])  # fmt: skip
-    header = ["game", "latent input", "refit steps", "latent loss steps (k)", "replay ratio", "reward AUC",
+    header = ["game", "latent input", "counted from", "refit steps", "latent loss steps (k)", "replay ratio",
+              "reward AUC",
               "AUC >= 0.8", "imagined events (16 steps)", "real events", "imagined / real", "within 25%",
+              "16-step survival: imagined / real",
               "16-step latent error: model / copy-last", "CPU s"]  # fmt: skip
     first = rows[0]
     return "\n".join([

@@ -196,3 +196,30 @@ def test_the_diagnostic_gate_passes_fails_or_says_it_cannot_tell():
     assert status == "failed" and "AUC 0.55" in reason and "0.35x" in reason
     assert diagnostic_gate({**good, "wm_real_events": 0.0}, 0.8, 0.25)[0] == "not measurable"
     assert diagnostic_gate({**good, "wm_reward_auc": None}, 0.8, 0.25)[0] == "not measurable"
+
+
+def test_real_and_imagined_events_count_from_the_same_starts_up_to_the_episodes_end():
+    """Both sides of the gate's event count from every start with k steps after it: the real one up to
+    and including the step that ended its episode, the imagined one weighted by its survival."""
+    from types import SimpleNamespace
+
+    from frugalrl.latent.quality import world_model_quality
+
+    wm = LatentWorldModel(D, A, [])  # heads straight on the input: zero weights, the biases decide
+    with torch.no_grad():
+        for head in (wm.reward, wm.done):
+            head.weight.zero_()
+        wm.reward.bias.copy_(torch.log(torch.tensor([0.125, 0.75, 0.125])))  # a nonzero reward: 0.25
+        wm.done.bias.fill_(float(torch.logit(torch.tensor(0.1))))  # an end: 0.1 per step
+    policy = SimpleNamespace(act=lambda latent: SimpleNamespace(action=torch.zeros(len(latent), dtype=torch.long)))
+    T = 6
+    obs, actions = torch.zeros(T, 1, D), torch.zeros(T, 1, dtype=torch.long)
+    rewards = torch.tensor([0.0, 1.0, 1.0, 0.0, 0.0, 0.0]).reshape(T, 1)
+    dones = torch.tensor([0.0, 1.0, 0.0, 0.0, 0.0, 0.0]).reshape(T, 1)  # the episode ends at step 1
+    figures = world_model_quality(wm, policy, obs, actions, rewards, dones, k=2)
+    # starts 0-3: events 1 (steps 0-1), 1 (step 1 ends it; step 2 is the next episode's), 1, 0
+    assert figures["wm_real_events"] == 0.75 and figures["wm_real_return"] == 0.75
+    assert figures["wm_real_survival"] == 0.5  # starts 0 and 1 reach the end within 2 steps
+    assert abs(figures["wm_imagined_events"] - (0.25 + 0.25 * 0.9)) < 1e-5
+    assert abs(figures["wm_imagined_survival"] - 0.81) < 1e-5
+    assert figures["wm_latent_error_k"] == 0.0  # on the starts whose 2 steps stay in one episode (2 and 3)

@@ -11,11 +11,19 @@ with ``dones[t]`` = the episode ended at step t), all for the world model the ru
 - ``wm_reward_auc``: how well the calibrated probability of a nonzero reward ranks the steps that
   had one above those that had none (ROC AUC; 0.5 is chance, None without both kinds of step).
 - ``wm_imagined_return`` / ``wm_real_return``: the summed reward over k steps from the same
-  start latents, once in the world model with the policy acting (expected rewards, each step
-  weighted by the probability that the episode is still going), once as it really came; and
-  ``wm_imagined_events`` / ``wm_real_events``, the same for the number of nonzero rewards (for a
-  game like Boxing, whose signed return is near zero). A gap means virtual rollouts teach the
-  policy another game than the real one.
+  start latents (every step of the rollout with k recorded steps after it), once in the world
+  model with the policy acting (expected rewards, each step weighted by the probability that the
+  episode is still going), once as it really came (up to and including the step that ended the
+  episode, if one did: what followed belongs to the next one); and ``wm_imagined_events`` /
+  ``wm_real_events``, the same for the number of nonzero rewards (for a game like Boxing, whose
+  signed return is near zero). A gap means virtual rollouts teach the policy another game than the
+  real one. ``wm_imagined_survival`` / ``wm_real_survival``: the share of those starts still in
+  their episode after k steps (imagined: the mean probability), so a gap in events can be told
+  apart from a gap in how often imagined episodes end.
+
+Until 2026-12-05 the real side counted only the starts whose k steps stayed in one episode (the
+windows the latent error needs) while the imagined side was weighted by survival: the two halves
+measured different things (the real one conditioned on no end). Both now count from every start.
 """
 
 from __future__ import annotations
@@ -72,32 +80,27 @@ def world_model_quality(
     p_event = 1.0 - world_model.reward_probs(pred)[:, 1]  # a nonzero reward, calibrated
     out["wm_reward_auc"] = roc_auc(p_event, nonzero)
 
-    t, n = _windows(dones, k)
-    t, n = t[t + k < T], n[t + k < T]  # the latent k steps on must be in the rollout
-    if len(t) == 0:
-        return out | dict.fromkeys(
-            (
-                "wm_latent_error_k",
-                "wm_latent_error_k_copy",
-                "wm_imagined_return",
-                "wm_real_return",
-                "wm_imagined_events",
-                "wm_real_events",
-            )
-        )
-    start = obs[t, n]
-    latent = start
+    out |= _latent_error(world_model, obs, actions, dones, k)
+    if k >= T:
+        return out | dict.fromkeys(RETURN_KEYS)
+    # every start with k recorded steps after it (T - k of them per env), the same on both sides
+    t = torch.arange(T - k).repeat_interleave(N)
+    n = torch.arange(N).repeat(T - k)
+    ended = dones.bool()
+    real_return, real_events = torch.zeros(len(t)), torch.zeros(len(t))
+    real_alive = torch.ones(len(t))  # 1 while the real episode is still going
     for step in range(k):
-        latent = world_model(latent, actions[t + step, n].long()).next_latent
-    truth = obs[t + k, n]
-    out["wm_latent_error_k"] = float(((latent - truth) ** 2).mean())
-    out["wm_latent_error_k_copy"] = float(((start - truth) ** 2).mean())
-    out["wm_real_return"] = float(sum(rewards[t + step, n] for step in range(k)).mean())
-    out["wm_real_events"] = float(sum((rewards[t + step, n] != 0).float() for step in range(k)).mean())
+        reward = rewards[t + step, n].float()
+        real_return += reward * real_alive
+        real_events += (reward != 0).float() * real_alive
+        real_alive = real_alive * (~ended[t + step, n]).float()
+    out["wm_real_return"] = float(real_return.mean())
+    out["wm_real_events"] = float(real_events.mean())
+    out["wm_real_survival"] = float(real_alive.mean())
 
     with torch.random.fork_rng():  # the policy samples here without moving the run's random stream
         torch.manual_seed(seed)
-        latent, total, events = start, torch.zeros(len(t)), torch.zeros(len(t))
+        latent, total, events = obs[t, n], torch.zeros(len(t)), torch.zeros(len(t))
         alive = torch.ones(len(t))  # the probability that the imagined episode is still going
         for _ in range(k):
             action = policy.act(latent).action
@@ -108,8 +111,31 @@ def world_model_quality(
             latent = step_pred.next_latent
     out["wm_imagined_return"] = float(total.mean())
     out["wm_imagined_events"] = float(events.mean())
+    out["wm_imagined_survival"] = float(alive.mean())
     out["wm_horizon_k"] = float(k)
     return out
+
+
+RETURN_KEYS = ("wm_imagined_return", "wm_real_return", "wm_imagined_events", "wm_real_events",
+               "wm_imagined_survival", "wm_real_survival")  # fmt: skip
+
+
+def _latent_error(
+    world_model: LatentWorldModel, obs: torch.Tensor, actions: torch.Tensor, dones: torch.Tensor, k: int
+) -> dict[str, float | None]:
+    """Open-loop k-step latent error with the recorded actions, beside copy-last, on the starts whose k
+    steps stay in one episode (the latent k steps on must be the same game's); None without one."""
+    T = actions.shape[0]
+    t, n = _windows(dones, k)
+    t, n = t[t + k < T], n[t + k < T]  # the latent k steps on must be in the rollout
+    if len(t) == 0:
+        return dict.fromkeys(("wm_latent_error_k", "wm_latent_error_k_copy"))
+    start = latent = obs[t, n]
+    for step in range(k):
+        latent = world_model(latent, actions[t + step, n].long()).next_latent
+    truth = obs[t + k, n]
+    return {"wm_latent_error_k": float(((latent - truth) ** 2).mean()),
+            "wm_latent_error_k_copy": float(((start - truth) ** 2).mean())}  # fmt: skip
 
 
 def diagnostic_gate(figures: dict[str, float | None], min_auc: float, events_tolerance: float) -> tuple[str, str]:

@@ -115,12 +115,14 @@ def _world_model(runs: list[RunInput]) -> str:
              fmt(s.get("wm_done_accuracy")),
              f"{fmt(s.get('wm_imagined_return'), '{:.2f}')} / {fmt(s.get('wm_real_return'), '{:.2f}')}",
              f"{fmt(s.get('wm_imagined_events'), '{:.2f}')} / {fmt(s.get('wm_real_events'), '{:.2f}')}",
+             f"{fmt(s.get('wm_imagined_survival'), '{:.2f}')} / {fmt(s.get('wm_real_survival'), '{:.2f}')}",
              fmt(s.get("wm_reward_auc"), "{:.2f}"),
              f"{s.get('wm_gate', '-')}: {s.get('wm_gate_reason', '')}".rstrip(": ")]
             for label, s in measured]  # fmt: skip
     header = ["run", "k", "k-step latent error: model / copy-last", "reward accuracy (on rewarded steps)",
               "termination accuracy", "return over k steps: imagined / real",
-              "reward events over k steps: imagined / real", "reward AUC", "diagnostic gate"]  # fmt: skip
+              "reward events over k steps: imagined / real", "still in the episode after k steps: imagined / real",
+              "reward AUC", "diagnostic gate"]  # fmt: skip
     fig, (error_ax, return_ax) = plt.subplots(1, 2, figsize=(9, 3.5))
     x = range(len(measured))
     width = 0.38
