@@ -462,13 +462,9 @@ def latent_equal_cpu() -> Finding:
         verdict = "not measurable at this budget (intervals overlap)"
     side = (f"; above pixel PPO (non-overlapping 95% intervals): {', '.join(above) or 'none'}"
             f"; below: {', '.join(below) or 'none'}")  # fmt: skip
-    from atari_equal_cpu import curriculum_lines
+    from atari_equal_cpu import by_contender, curriculum_lines
 
-    by: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        by.setdefault((row["game"], row["variant"]), []).append(row)
-    curriculum = [line.removeprefix("- the curriculum against 100% real latent, ")
-                  for line in curriculum_lines(by, sorted({r["game"] for r in rows}))]  # fmt: skip
+    curriculum = curriculum_lines(by_contender(rows), sorted({r["game"] for r in rows}))
     if curriculum:
         side += "; the curriculum against 100% real latent: " + "; ".join(curriculum)
     return Finding(
