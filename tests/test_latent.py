@@ -329,6 +329,41 @@ def test_curriculum_run_completes_every_stage(tmp_path):
     assert summary["wm_gate"] in ("passed", "failed", "not measurable") and summary["wm_gate_reason"]
 
 
+def test_a_standardised_policy_input_is_fitted_on_the_start_latents_and_saved_with_the_policy(tmp_path):
+    from frugalrl.nets.policy import InputStandardiser
+    from frugalrl.policy_store import load_policy
+    from frugalrl.train import train
+
+    all_real = {"stages": [{"virtual_fraction": 0.0, "real_share": 1.0}]}
+    train(breakout(curriculum=all_real), tmp_path / "raw")
+    assert load_policy(str(tmp_path / "raw")).actor_critic.input_norm is None  # the default stays as it was
+
+    train(breakout(curriculum=all_real, policy_input="standardised"), tmp_path / "std")
+    policy = load_policy(str(tmp_path / "std"))
+    norm = policy.actor_critic.input_norm
+    assert isinstance(norm, InputStandardiser)
+    # fitted on real latents of this game: what the frozen encoder makes of frames from the same random play
+    data = collect_frames(breakout(), steps=256, seed=1)
+    games, times = np.meshgrid(np.arange(data.num_games), np.arange(data.steps_per_game), indexing="ij")
+    stacks = torch.as_tensor(data.stacked(games.ravel(), times.ravel(), 4))
+    with torch.no_grad():
+        z = norm(policy.encoder(stacks))
+    assert z.mean(0).abs().max() < 0.5 and 0.5 < float(z.std(0).median()) < 2.0
+
+
+def test_the_input_standardiser_gives_unit_spread_and_leaves_a_constant_feature_at_zero():
+    from frugalrl.nets.policy import InputStandardiser
+
+    torch.manual_seed(0)
+    samples = torch.stack([0.3 + 0.02 * torch.randn(4000), -0.7 + 0.1 * torch.randn(4000), torch.full((4000,), 0.5)], 1)
+    norm = InputStandardiser.fit(samples, min_scale=1e-3, clip=10.0)
+    out = norm(samples)
+    torch.testing.assert_close(out[:, :2].mean(0), torch.zeros(2), atol=1e-4, rtol=0)
+    torch.testing.assert_close(out[:, :2].std(0), torch.ones(2), atol=1e-3, rtol=0)
+    assert float(norm.scale[2]) == pytest.approx(1e-3) and float(out[:, 2].abs().max()) == 0.0
+    assert float(norm(torch.tensor([[5.0, 5.0, 5.0]])).max()) == 10.0  # far outside: clipped
+
+
 def test_a_latent_run_reports_throughput_and_a_callback_can_stop_it(tmp_path):
     """As every learner: ``sps`` and ``cpu_s`` in each row, and the tuner's ``on_update`` (here: prune) is called."""
     from frugalrl.train import train

@@ -19,12 +19,14 @@ from .conftest import tiny_config
 OBS = gym.spaces.Box(-1, 1, (5,))
 
 
-def _policy(discrete: bool, activation: str = "tanh", seed: int = 0) -> torch.nn.Module:
-    from frugalrl.nets.policy import build_actor_critic
+def _policy(discrete: bool, activation: str = "tanh", seed: int = 0, standardised: bool = False) -> torch.nn.Module:
+    from frugalrl.nets.policy import InputStandardiser, build_actor_critic
 
     torch.manual_seed(seed)
     action_space = gym.spaces.Discrete(3) if discrete else gym.spaces.Box(-1, 1, (2,))
-    policy = build_actor_critic(OBS, action_space, PolicyConfig(hidden=[32, 16], activation=activation))
+    # an offset and a spread to undo, and inputs far enough out that some are clipped
+    norm = InputStandardiser.fit(0.3 + 0.5 * torch.randn(256, 5), clip=2.0) if standardised else None
+    policy = build_actor_critic(OBS, action_space, PolicyConfig(hidden=[32, 16], activation=activation), norm)
     with torch.no_grad():  # move away from the near-zero head init so every term has a gradient
         for p in policy.parameters():
             p.add_(0.2 * torch.randn_like(p))
@@ -46,8 +48,9 @@ def _minibatch(policy: torch.nn.Module, discrete: bool, weighted: bool, k: int =
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 @pytest.mark.parametrize("clip_vloss", [False, True])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_fused_step_matches_autograd(discrete, activation, clip_vloss, weighted):
-    policy = _policy(discrete, activation)
+@pytest.mark.parametrize("standardised", [False, True])
+def test_fused_step_matches_autograd(discrete, activation, clip_vloss, weighted, standardised):
+    policy = _policy(discrete, activation, standardised=standardised)
     hp = PPOConfig(ent_coef=0.01, vf_coef=0.7, clip_vloss=clip_vloss)
     mb = _minibatch(policy, discrete, weighted)
     results = []
@@ -64,9 +67,10 @@ def test_fused_step_matches_autograd(discrete, activation, clip_vloss, weighted)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6 * float(want.abs().max()) + 1e-8)
 
 
-def test_fused_act_samples_like_the_module():
+@pytest.mark.parametrize("standardised", [False, True])
+def test_fused_act_samples_like_the_module(standardised):
     """The NumPy acting path: same distribution parameters and values, same random draws, same actions."""
-    policy = _policy(True)
+    policy = _policy(True, standardised=standardised)
     step = FusedMLPStep(policy, PPOConfig())
     obs = torch.randn(16, 5)
     torch.manual_seed(7)

@@ -134,7 +134,7 @@ class FusedMLPStep:
     def _towers(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Both towers' activations, layer by layer: [input (k, in), hidden_1 (2, k, H1), ...]."""
         self._check_stacked()
-        flat = x.reshape(len(x), -1)
+        flat = self.policy.standardise(x).reshape(len(x), -1)
         out = [flat]  # kept 2-D: both towers read the same input
         h = flat.unsqueeze(0).expand(2, -1, -1)
         for w, b in zip(self.weights, self.biases, strict=True):
@@ -165,7 +165,7 @@ class FusedMLPStep:
             with torch.no_grad():
                 return self.policy.act(obs)
         self._check_stacked()
-        h = obs.numpy().reshape(len(obs), -1)
+        h = self.policy.standardise(obs).numpy().reshape(len(obs), -1)
         layers, (out_w, out_b, value_w, value_b, log_std) = self._numpy_views
         for w_t, b in layers:
             z = np.matmul(h, w_t)  # (2, k, out); layer 0 broadcasts the input

@@ -244,4 +244,5 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("tuning", "round_size"): 4,
     ("tracking", "reconnect_s"): 30.0,
     ("peft", "references"): [],
+    ("latent", "policy_input"): "raw",
 }

@@ -115,6 +115,11 @@ class LatentConfig(_Strict):
     virtual_num_envs: int = Field(64, ge=1, le=65536)
     virtual_batch_size: int = Field(256, ge=1, description="PPO minibatch on virtual rollouts")
     real_batch_size: int = Field(64, ge=1, description="PPO minibatch on real rollouts")
+    policy_input: Literal["raw", "standardised"] = Field(
+        "raw",
+        description="the policy's latent input as encoded, or standardised per dimension by the start latents' "
+        "mean and spread (fixed for the run, saved with the policy)",
+    )
     world_model: WorldModelConfig = Field(default_factory=WorldModelConfig)
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
 

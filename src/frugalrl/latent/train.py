@@ -38,7 +38,7 @@ from frugalrl.latent.dyna import WorldModelRefresher
 from frugalrl.latent.envs import EncodedVectorEnv, VirtualVectorEnv
 from frugalrl.latent.prepare import prepare_models
 from frugalrl.latent.quality import diagnostic_gate, world_model_quality
-from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.nets.policy import ActorCritic, ExportedPolicy, InputStandardiser, build_actor_critic
 
 
 def warn_batch_ratio(config: ExperimentConfig) -> str | None:
@@ -103,7 +103,7 @@ class LatentCurriculum(LearnerBase):
             self.models.world_model, bank, config.latent.virtual_num_envs, wm_cfg.horizon, wm_cfg.virtual_noise,
             seed=config.seed, meter=meter,
         )  # fmt: skip
-        self.real = PPO(real_config, self.env, meter, device)
+        self.real = PPO(real_config, self.env, meter, device, policy=_latent_policy(config, self.env, bank, device))
         # Virtual updates follow the real learner's lr / clip schedule without advancing it.
         self.virtual = PPO(
             virtual_config, self.virtual_env, meter, device,
@@ -231,6 +231,17 @@ class LatentCurriculum(LearnerBase):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
+
+
+def _latent_policy(
+    config: ExperimentConfig, env: EncodedVectorEnv, bank: torch.Tensor, device: torch.device
+) -> ActorCritic | None:
+    """The actor-critic on latents: with ``latent.policy_input: standardised``, its input is standardised by
+    the real start latents' statistics (PPO builds the plain one when this returns None)."""
+    if config.latent.policy_input == "raw":
+        return None
+    norm = InputStandardiser.fit(bank)
+    return build_actor_critic(env.single_observation_space, env.single_action_space, config.policy, norm).to(device)
 
 
 def in_lora_stage(config: ExperimentConfig, scheduler: CurriculumScheduler, real_steps_done: int) -> bool:

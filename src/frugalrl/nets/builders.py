@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import nn
 
 from frugalrl.algos.sac import build_sac_actor
@@ -23,19 +24,21 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.errors import CheckpointError
 from frugalrl.latent.encoder import FrameEncoder
 from frugalrl.latent.envs import latent_space
-from frugalrl.nets.policy import build_actor_critic
+from frugalrl.nets.policy import InputStandardiser, build_actor_critic
 from frugalrl.nets.qnet import build_q_network
 
 
 @dataclass
 class PolicyParts:
-    """What the builders fill in: the network, and the encoder a latent policy acts through."""
+    """What the builders fill in: the network, the encoder a latent policy acts through, and the
+    standardisation of the network's input where the policy was trained with one."""
 
     config: ExperimentConfig
     obs_space: Any
     act_space: Any
     network: nn.Module | None = None
     encoder: nn.Module | None = None
+    input_norm: InputStandardiser | None = None
 
 
 Builder = Callable[[PolicyParts], None]
@@ -74,10 +77,12 @@ def _latent(parts: PolicyParts) -> None:
     atari, latent_dim = parts.config.env.atari, parts.config.latent.latent_dim
     parts.encoder = FrameEncoder(atari.stack_num, atari.img_size, latent_dim)
     parts.obs_space = latent_space(latent_dim)
+    if parts.config.latent.policy_input == "standardised":  # its statistics come with the state dict
+        parts.input_norm = InputStandardiser(torch.zeros(latent_dim), torch.ones(latent_dim))
 
 
 def _actor_critic(parts: PolicyParts) -> None:
-    parts.network = build_actor_critic(parts.obs_space, parts.act_space, parts.config.policy)
+    parts.network = build_actor_critic(parts.obs_space, parts.act_space, parts.config.policy, parts.input_norm)
 
 
 def _q_network(parts: PolicyParts) -> None:
