@@ -11,7 +11,7 @@ PYTAG := $(shell $(PYTHON) -c 'import sys; print(f"py{sys.version_info[0]}{sys.v
 CONSTRAINTS ?= $(wildcard constraints/$(PYTAG).txt)
 PIN := $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
-.PHONY: demo test test-fast lint check-infra setup clean image constraints
+.PHONY: demo test test-fast lint check-infra setup clean image constraints rliable-venv
 
 setup: $(STAMP)
 
@@ -49,6 +49,13 @@ image: $(STAMP)
 # Re-resolve from pyproject.toml's ranges into constraints/pyXY.txt; then `make test` and commit it.
 constraints:
 	PYTHON=$(PYTHON) TORCH_SPEC="$(TORCH_SPEC)" scripts/refresh_constraints.sh
+
+# rliable in a venv of its own (benchmarks/rliable_check.py): rliable 1.2.0 needs arch<8, which does not import
+# under this project's pandas 3, so it cannot join .venv.
+rliable-venv: .venv-rliable/bin/python
+.venv-rliable/bin/python:
+	$(PYTHON) -m venv .venv-rliable
+	.venv-rliable/bin/python -m pip install --quiet --disable-pip-version-check rliable==1.2.0 'arch<8' 'pandas<3'
 
 check-infra: $(STAMP)
 	BIN=$(BIN) scripts/check_infra.sh

@@ -53,6 +53,7 @@ SECTIONS = {
     "reward_predictability": "## Can the frozen latent tell when a reward comes? RAM, latent and world-model heads",
     "atari_throughput": "## What a million Atari agent steps cost: the latent policy, pixel PPO, Stable-Baselines3",
     "atari_equal_cpu": "## Pixel PPO against the latent policy at equal CPU-seconds, full games",
+    "rliable_check": "## The equal-CPU intervals computed again by rliable",
 }
 
 
@@ -487,6 +488,8 @@ def stratified_bootstrap_iqm(
 
     Why not rliable itself: its newest release (1.2.0) needs ``arch<8``, arch 7 fails to import under
     pandas 3 (this project's pin), and arch 8 rejects the ``random_state`` keyword rliable passes.
+    ``benchmarks/rliable_check.py`` computes the equal-CPU table's intervals again with rliable in a venv
+    of its own and shows both side by side.
     """
     import numpy as np
 

@@ -46,6 +46,7 @@ RENDERERS = {
     "reward_predictability.py": ([], ["reward_predictability"]),
     "atari_throughput.py": ([], ["atari_throughput"]),
     "atari_equal_cpu.py": ([], ["atari_equal_cpu"]),
+    "rliable_check.py": ([], ["rliable_check"]),
     "ledger.py": ([], ["claims_ledger"]),
 }
 
@@ -98,6 +99,27 @@ def test_the_iqm_difference_has_an_interval_over_each_contenders_runs(monkeypatc
     point, low, high = _report.bootstrap_iqm_difference([1.0, 4.0, 2.0], [3.0, 1.0, 2.5])
     assert low < 0 < high  # overlapping runs: the interval holds 0
     assert _report.bootstrap_iqm_difference([2.0] * 3, [2.0] * 3) == (0.0, 0.0, 0.0)
+
+
+def test_rliable_gets_the_runs_the_equal_cpu_table_compares(monkeypatch):
+    """Each game with 3 runs or more alone; all games together only for a contender on every game, its first
+    n seeds on each (n the fewest), human-normalised: rliable takes a runs x games matrix."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    from latent_vs_pixel import human_normalised
+    from rliable_check import ALL_GAMES, matrices
+
+    def rows(game, variant, scores):
+        return [{"game": game, "variant": variant, "seed": i + 1, "score": s} for i, s in enumerate(scores)]
+
+    boxing, pong = "ALE/Boxing-v5", "ALE/Pong-v5"
+    kept = [*rows(boxing, "real", [4.0, 5.0, 3.0, 6.0]), *rows(pong, "real", [-20.0, -19.0, -21.0]),
+            *rows(boxing, "stages", [1.0, 2.0, 3.0]), *rows(pong, "stages", [-20.0, -20.0])]  # fmt: skip
+    found = matrices(kept)
+    assert found[boxing, "real"] == [[4.0], [5.0], [3.0], [6.0]]
+    assert found[ALL_GAMES, "real"] == [[human_normalised(pong, p), human_normalised(boxing, b)]  # the table's order
+                                        for b, p in [(4.0, -20.0), (5.0, -19.0), (3.0, -21.0)]]  # fmt: skip
+    assert (pong, "stages") not in found and (ALL_GAMES, "stages") not in found  # 2 runs: no interval
+    assert found[boxing, "stages"] == [[1.0], [2.0], [3.0]]
 
 
 def test_the_curriculum_line_names_the_difference_and_what_it_shows(monkeypatch):

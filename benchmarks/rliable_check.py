@@ -1,0 +1,143 @@
+"""The equal-CPU table's IQM intervals, computed again by rliable itself, beside frugalrl's own.
+
+Issue 31 asks for rliable (Agarwal et al. 2021), the field's library for aggregate RL statistics. It
+cannot be installed beside this project's pins (rliable 1.2.0 needs ``arch<8``; arch 7 does not import
+under pandas 3; arch 8 rejects the ``random_state`` keyword rliable passes), so the tables use
+``_report.stratified_bootstrap_iqm``, which does what rliable's ``get_interval_estimates`` does with
+``aggregate_iqm``. This script checks that claim on the kept rows: every (game, contender) of
+``benchmarks/results/atari_equal_cpu.jsonl`` with at least 3 runs (the runs the table compares), and
+across games, human-normalised, for each contender with runs on every game (its first n seeds on each
+game, n the fewest it has on any: rliable takes a runs x games matrix). rliable runs in its own venv
+(``make rliable-venv``: rliable 1.2.0, arch 7, pandas 2) through ``benchmarks/_rliable_side.py``; both
+sides draw 2,000 replicates from their own generators, so the points must agree exactly and the interval
+ends within Monte Carlo error.
+
+    make rliable-venv
+    python benchmarks/rliable_check.py --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+import _report
+import atari_equal_cpu
+from latent_vs_pixel import REFERENCES, human_normalised
+
+NAME = "rliable_check"
+REPS = 2000
+SEED = 0
+ALL_GAMES = "all games, human-normalised"
+DEFAULT_PYTHON = Path(".venv-rliable") / "bin" / "python"
+SIDE = Path(__file__).with_name("_rliable_side.py")
+
+
+def matrices(rows: list[dict]) -> dict[tuple[str, str], list[list[float]]]:
+    """(scope, variant) -> runs x tasks scores: each game alone (one column), and every game together,
+    human-normalised, for a contender with ``MIN_RUNS_FOR_INTERVAL`` runs or more on every game."""
+    by = atari_equal_cpu.by_contender(rows)
+    games = [g for g in REFERENCES if any(r["game"] == g for r in rows)]
+    out: dict[tuple[str, str], list[list[float]]] = {}
+    for variant in atari_equal_cpu.CONFIGS:
+        columns = {}
+        for game in games:
+            scores = [r["score"] for r in sorted(by.get((game, variant), []), key=lambda r: r["seed"])]
+            if len(scores) >= atari_equal_cpu.MIN_RUNS_FOR_INTERVAL:
+                out[game, variant] = [[s] for s in scores]
+                columns[game] = [human_normalised(game, s) for s in scores]
+        if len(games) > 1 and len(columns) == len(games):
+            n = min(len(c) for c in columns.values())
+            out[ALL_GAMES, variant] = [[columns[g][i] for g in games] for i in range(n)]
+    return out
+
+
+def rliable_estimates(python: Path, scores: dict[str, list[list[float]]]) -> tuple[str, dict[str, list[float]]]:
+    """rliable's (version, {name: [iqm, low, high]}), from ``python`` (a venv with rliable) running the side file."""
+    if not python.exists():
+        raise SystemExit(f"no rliable venv at {python}: make one with `make rliable-venv` (or pass --rliable-python)")
+    request = json.dumps({"reps": REPS, "seed": SEED, "scores": scores})
+    done = subprocess.run([str(python), str(SIDE)], input=request, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"rliable failed in {python}: {done.stderr.strip().splitlines()[-1:]}")
+    answer = json.loads(done.stdout)
+    return answer["rliable"], answer["estimates"]
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    compared, _capped = atari_equal_cpu.latest(_report.read_rows(args.equal_cpu_results))
+    found = matrices(compared)
+    if not found:
+        raise SystemExit(f"{args.equal_cpu_results}: no contender has {atari_equal_cpu.MIN_RUNS_FOR_INTERVAL} runs yet")
+    names = {f"{scope}|{variant}": (scope, variant) for scope, variant in found}
+    version, theirs = rliable_estimates(args.rliable_python, {name: found[key] for name, key in names.items()})
+    common = _report.batch_common(rliable=version, reps=REPS, load_before=_report.load_average())
+    rows = []
+    for name, (scope, variant) in names.items():
+        matrix = found[scope, variant]
+        tasks = {str(t): [run_scores[t] for run_scores in matrix] for t in range(len(matrix[0]))}
+        ours = _report.stratified_bootstrap_iqm(tasks, reps=REPS, seed=SEED)
+        row = _report.stamp(common, scope=scope, variant=variant, runs=len(matrix), scores=matrix,
+                            frugalrl=list(ours), rliable_estimate=theirs[name])  # fmt: skip
+        _report.append_row(args.results, row)
+        rows.append(row)
+    return rows
+
+
+def _estimate(point_low_high: list[float]) -> str:
+    point, low, high = point_low_high
+    return f"{point:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def render(rows: list[dict], results: Path) -> str:
+    table, point_gaps, end_gaps = [], [], []
+    for r in rows:
+        ours, theirs = r["frugalrl"], r["rliable_estimate"]
+        point_gaps.append(abs(ours[0] - theirs[0]))
+        end_gaps.append(max(abs(ours[1] - theirs[1]), abs(ours[2] - theirs[2])))
+        scope = r["scope"] if r["scope"] == ALL_GAMES else r["scope"].split("/")[-1]
+        table.append([scope, atari_equal_cpu.DESCRIPTIONS[r["variant"]], str(r["runs"]), _estimate(ours),
+                      _estimate(theirs), f"{end_gaps[-1]:.3f}"])  # fmt: skip
+    first = rows[0]
+    lines = [
+        f"The equal-CPU table's intervals (`benchmarks/results/atari_equal_cpu.jsonl`, the rows it compares), "
+        f"each computed by frugalrl's `_report.stratified_bootstrap_iqm` and by rliable {first['rliable']} "
+        f"(`get_interval_estimates` with `aggregate_iqm`, percentile intervals), {first['reps']:,} replicates a side "
+        "from each side's own generator. Across games: the contender's first n seeds on every game, n the fewest it "
+        "has on any, human-normalised (rliable takes a runs x games matrix).",
+        "",
+        _report.markdown_table(
+            [
+                "scope",
+                "contender",
+                "runs",
+                "frugalrl IQM [95% CI]",
+                "rliable IQM [95% CI]",
+                "largest gap at an interval end",
+            ],
+            table,
+        ),  # fmt: skip
+        "",
+        f"Points: largest difference {max(point_gaps):.2g} (the same 25%-trimmed mean). Interval ends: largest "
+        f"difference {max(end_gaps):.3f}, Monte Carlo error of two independent sets of {first['reps']:,} replicates.",
+        "",
+        *_report.rows_lines(rows, results),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rliable-python", type=Path, default=DEFAULT_PYTHON,
+                        help="the Python of a venv with rliable (made by `make rliable-venv`)")  # fmt: skip
+    parser.add_argument("--equal-cpu-results", type=Path,
+                        default=_report.RESULTS_DIR / "atari_equal_cpu.jsonl")  # fmt: skip
+    _report.add_output_args(parser, NAME)
+    args = parser.parse_args()
+    _report.run_or_render(NAME, args, run, render, after=["atari_equal_cpu"])
+
+
+if __name__ == "__main__":
+    main()
