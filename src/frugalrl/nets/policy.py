@@ -29,9 +29,9 @@ class InputStandardiser(nn.Module):
     """A fixed per-feature standardisation of a policy's input: ``(x - mean) / scale``, clipped.
 
     Why: a frozen encoder's latents vary little from one state to the next (per-dimension spread
-    0.02-0.12 on Atari, docs/benchmarks.md), and an MLP fed them raw moves its pre-activations by that
-    small a fraction per step, so it learns state-dependent behaviour far more slowly than on inputs of
-    unit spread. The statistics are fixed when the policy is built, not running: the same input always
+    0.02-0.12 on Atari, docs/benchmarks.md), so an MLP fed them raw sees nearly constant inputs; this puts
+    them at unit spread (``latent.policy_input: standardised``; on Breakout it did not change the score,
+    docs/latent.md). The statistics are fixed when the policy is built, not running: the same input always
     gives the same action, and they travel inside the exported policy to any client.
     """
 
