@@ -372,8 +372,10 @@ def cpu_models(rows: Sequence[dict]) -> str:
 
 
 def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
-    """The "every table says" block of a table rendered from stored rows (oldest first)."""
-    first, last = rows[0], rows[-1]
+    """The "every table says" block of a table rendered from stored rows: from the first run to end to the last
+    (by timestamp: a table may group its rows in another order)."""
+    ordered = sorted(rows, key=lambda r: str(r.get("timestamp", "")))
+    first, last = ordered[0], ordered[-1]
     machine, versions = first.get("machine", {}), first.get("versions", {})
     commits = sorted({str(r.get("git_commit")) for r in rows})
     commands = sorted({str(r.get("command")) for r in rows})
