@@ -106,7 +106,8 @@ def render(rows: list[dict], results: Path) -> str:
         f"each computed by frugalrl's `_report.stratified_bootstrap_iqm` and by rliable {first['rliable']} "
         f"(`get_interval_estimates` with `aggregate_iqm`, percentile intervals), {first['reps']:,} replicates a side "
         "from each side's own generator. Across games: the contender's first n seeds on every game, n the fewest it "
-        "has on any, human-normalised (rliable takes a runs x games matrix).",
+        "has on any, human-normalised (rliable takes a runs x games matrix), both sides on that matrix; the equal-CPU "
+        "table's own aggregate resamples every run of each game, so its figure can differ from these rows'.",
         "",
         _report.markdown_table(
             [
