@@ -68,6 +68,12 @@ def _evaluate_register(model: Any, name: str, episodes: Any, seed: Any, label: s
     return promoted.set_caching_options(False).set_display_name(f"evaluate and register {label} (promotion gate)")
 
 
+def _episodes(stage: ProfileStage, pipeline_episodes: Any) -> Any:
+    """The gate's episodes: the stage's own count (a constant in the IR) where the profile sets one, else the
+    pipeline's ``eval_episodes`` parameter."""
+    return pipeline_episodes if stage.eval_episodes is None else stage.eval_episodes
+
+
 @dataclass(frozen=True)
 class Branch:
     """A training section of the profile (``train``, ``latent``): its step names and the report inputs
@@ -134,7 +140,8 @@ def build_pipeline(profile: Profile) -> Any:
                                               **inputs, **tuned)))  # fmt: skip
                 trained.set_caching_options(False).set_display_name(branch.train_name)
             model = trained.outputs["model"]
-            promoted = _evaluate_register(model, stage.model_name, eval_episodes, eval_seed, branch.label)
+            promoted = _evaluate_register(model, stage.model_name, _episodes(stage, eval_episodes), eval_seed,
+                                          branch.label)  # fmt: skip
             reported[branch.policy], reported[branch.promotion] = model, promoted.outputs["report"]
             if branch.pretrained and inputs:
                 reported[branch.pretrained] = inputs["pretrained"]
@@ -143,8 +150,8 @@ def build_pipeline(profile: Profile) -> Any:
             text = profile.stage_text(stage)
             source = gpu(_training(train(config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id)))
             source.set_caching_options(True).set_display_name("train PEFT source policy")
-            registered = _evaluate_register(source.outputs["model"], stage.model_name, eval_episodes, eval_seed,
-                                            "source policy")  # fmt: skip
+            registered = _evaluate_register(source.outputs["model"], stage.model_name,
+                                            _episodes(stage, eval_episodes), eval_seed, "source policy")  # fmt: skip
             reported["peft_source"], reported["peft_source_promotion"] = (
                 source.outputs["model"],
                 registered.outputs["report"],
@@ -152,8 +159,8 @@ def build_pipeline(profile: Profile) -> Any:
             compared = gpu(_training(peft_compare(config_yaml=text, overrides=stage.overrides,
                                                   base=source.outputs["model"], pipeline_run_id=run_id)))  # fmt: skip
             compared.set_caching_options(False).set_display_name("compare PEFT methods")
-            adapted = _evaluate_register(compared.outputs["best"], stage.adapted_name, eval_episodes, eval_seed,
-                                         "best adapted policy")  # fmt: skip
+            adapted = _evaluate_register(compared.outputs["best"], stage.adapted_name,
+                                         _episodes(stage, eval_episodes), eval_seed, "best adapted policy")  # fmt: skip
             reported["peft_comparison"] = compared.outputs["comparison"]  # declared: uploaded on a cluster
             reported["peft_promotion"] = adapted.outputs["report"]
             reported["peft_adapted"] = compared.outputs["best"]

@@ -93,6 +93,25 @@ def test_peft_branch_registers_the_best_adapted_policy_through_the_gate(tmp_path
     assert "peft_promotion" in tasks["report"]["inputs"]["artifacts"]
 
 
+def test_a_stage_can_set_its_own_gate_episodes(tmp_path, capsys):
+    """The quick profile's Atari gate plays 30 full games; its other gates take the pipeline's parameter."""
+    ir, _ = _compile(tmp_path, "--profile", "quick")
+    gates = {
+        task["inputs"]["parameters"]["model_name"]["runtimeValue"]["constant"]: task["inputs"]["parameters"]
+        for name, task in ir["root"]["dag"]["tasks"].items()
+        if name.startswith("evaluate-and-register")
+    }
+    assert gates["roadrunner-policy"]["eval_episodes"]["runtimeValue"]["constant"] == 30
+    assert gates["cartpole-policy"]["eval_episodes"]["componentInputParameter"] == "eval_episodes"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"name": "bad", "stages": {"train": {"config": "configs/cartpole-ppo.yaml",
+                                   "model_name": "cartpole-policy", "eval_episodes": 1}}}))  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        _compile(tmp_path, "--profile", str(bad))
+    assert exited.value.code == 2
+    assert "stages.train.eval_episodes = 1: Input should be greater than or equal to 2" in capsys.readouterr().err
+
+
 def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_path):
     ir, platform = _compile(tmp_path, "--profile", "quick")
     executors = ir["deploymentSpec"]["executors"]

@@ -76,6 +76,10 @@ class ProfileStage(_Strict):
     overrides: list[str] = Field(default_factory=list, description="--set overrides, applied to the config")
     model_name: str = Field(min_length=1, description="the registered MLflow model this stage promotes")
     adapted_model_name: str = Field("", description="PEFT: the best adapted policy; default <model_name>-adapted")
+    eval_episodes: int | None = Field(
+        None, ge=2, description="this stage's promotion gate plays this many episodes instead of the pipeline's "
+        "eval_episodes parameter (Atari: 30 full games, as published scores are)",
+    )  # fmt: skip
 
     @property
     def adapted_name(self) -> str:

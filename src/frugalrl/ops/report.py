@@ -1,6 +1,6 @@
 """The pipeline's report: one self-contained HTML page (plots inlined) about what a run did and cost.
 
-One section per branch of the pipeline (CartPole with PivotRL, the latent Breakout curriculum,
+One section per branch of the pipeline (CartPole with PivotRL, the latent RoadRunner curriculum,
 the MuJoCo PEFT transfer), each holding what its inputs allow: each policy's recorded episode
 (``frugalrl.ops.video``) as an inline GIF or the line saying why there is none, the promotion
 decisions with their statistics, the learning curve (running episode return against real env
