@@ -110,6 +110,12 @@ def test_a_stage_can_set_its_own_gate_episodes(tmp_path, capsys):
         _compile(tmp_path, "--profile", str(bad))
     assert exited.value.code == 2
     assert "stages.train.eval_episodes = 1: Input should be greater than or equal to 2" in capsys.readouterr().err
+    bad.write_text(yaml.safe_dump({"name": "bad", "stages": {"train": {"config": "configs/cartpole-ppo.yaml",
+                                   "model_name": "cartpole-policy", "eval_episodes": 3}}}))  # fmt: skip
+    with pytest.raises(SystemExit):
+        _compile(tmp_path, "--profile", str(bad))
+    refused = capsys.readouterr().err
+    assert "fewer than its config's promotion.min_episodes 5, so its gate could never promote" in refused
 
 
 def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_path):

@@ -174,6 +174,12 @@ def load_profile(name_or_path: str, root: Path) -> Profile:
             )
         if key == "peft" and config.peft is None:
             raise ConfigError(f"profile {path.name}: stage peft uses {stage.config}, which has no peft section")
+        if stage.eval_episodes is not None and stage.eval_episodes < config.promotion.min_episodes:
+            raise ConfigError(
+                f"profile {path.name}: stage {key} sets eval_episodes {stage.eval_episodes}, fewer than its config's "
+                f"promotion.min_episodes {config.promotion.min_episodes}, so its gate could never promote; "
+                f"set eval_episodes to at least {config.promotion.min_episodes}"
+            )
         if not (config.tracking.enabled and config.tracking.log_model):  # the registry is where stages meet
             raise ConfigError(
                 f"profile {path.name}: stage {key} registers {stage.model_name!r} but {stage.config} logs no "
