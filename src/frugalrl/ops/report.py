@@ -109,8 +109,10 @@ def _world_model(runs: list[RunInput]) -> str:
     def fmt(value: Any, spec: str = "{:.3f}") -> str:
         return "-" if value is None else spec.format(value)
 
+    # latent errors in significant figures: on RoadRunner both are under 1e-5, and fixed decimals showed 0 / 0
+
     rows = [[label, fmt(s.get("wm_horizon_k"), "{:.0f}"),
-             f"{fmt(s['wm_latent_error_k'], '{:.4f}')} / {fmt(s['wm_latent_error_k_copy'], '{:.4f}')}",
+             f"{fmt(s['wm_latent_error_k'], '{:.3g}')} / {fmt(s['wm_latent_error_k_copy'], '{:.3g}')}",
              f"{fmt(s.get('wm_reward_accuracy'))} ({fmt(s.get('wm_reward_accuracy_nonzero'))})",
              fmt(s.get("wm_done_accuracy")),
              f"{fmt(s.get('wm_imagined_return'), '{:.2f}')} / {fmt(s.get('wm_real_return'), '{:.2f}')}",
