@@ -32,7 +32,7 @@ NOISE = re.compile(
 
 def stage_names(pipeline: Any) -> tuple[dict[str, str], int]:
     """Task name -> display name for every task of a compiled pipeline, and how many stages will be
-    reported done (kfp.local reports a ``ParallelFor`` body once, when all its iterations are done)."""
+    reported done (a ``ParallelFor`` body counts once, however many of its iterations kfp.local reports)."""
     spec = pipeline.pipeline_spec
     names: dict[str, str] = {}
 
@@ -59,6 +59,7 @@ class StageConsole:
         self.names, self.total = names, total
         self.console = console or sys.stdout
         self.done = 0
+        self._finished: set[str] = set()
         self._pending = ""
         self._started: dict[str, list[float]] = {}
         self._recent: deque[str] = deque(maxlen=15)
@@ -117,7 +118,10 @@ class StageConsole:
             since = self._started.get(name, [time.perf_counter()]).pop(0)
             took = time.perf_counter() - since
             if status == "SUCCESS":
-                self.done += 1
+                # a ParallelFor body (the Optuna workers) ends once per iteration in some kfp.local runs and
+                # once for all of them in others; the total counts it once, so a stage counts when first done
+                self._finished.add(name)
+                self.done = len(self._finished)
                 self._say(f"done   {self.names.get(name, name)} ({took:.0f} s; {self.done} of {self.total} stages)")
             else:
                 self._say(f"FAILED {self.names.get(name, name)} after {took:.0f} s; its last lines:")

@@ -35,6 +35,22 @@ def test_console_shows_stages_metrics_and_progress_and_logs_everything(tmp_path)
     assert sys.stdout is not None and not isinstance(sys.stdout, StageConsole)
 
 
+def test_a_parallel_body_reported_per_iteration_counts_once(tmp_path):
+    """kfp.local ends a ParallelFor body once in some runs and once per iteration in others (seen in
+    make demo: "20 of 19 stages"); the count names the stages done, not the lines."""
+    console = io.StringIO()
+    with StageConsole(tmp_path / "run.log", {"tune-worker": "Optuna worker", "train": "train"}, 2, console=console):
+        for _ in range(2):
+            print("12:00:00.000 - INFO - Executing task 'tune-worker'")
+        for _ in range(2):
+            print("12:00:05.000 - INFO - Task 'tune-worker' finished with status SUCCESS")
+        print("12:00:06.000 - INFO - Executing task 'train'")
+        print("12:00:07.000 - INFO - Task 'train' finished with status SUCCESS")
+    shown = console.getvalue()
+    assert shown.count("done   Optuna worker") == 2 and shown.count("; 1 of 2 stages)") == 2
+    assert "; 2 of 2 stages)" in shown and "3 of 2" not in shown
+
+
 def test_stage_names_are_the_display_names_and_the_count_matches_the_graph():
     names, total = stage_names(build_pipeline(load_profile("quick")))
     assert names["tune-worker"] == "Optuna worker"  # inside the ParallelFor body
