@@ -58,8 +58,7 @@ class StageConsole:
         self.log_path = log_path
         self.names, self.total = names, total
         self.console = console or sys.stdout
-        self.done = 0
-        self._finished: set[str] = set()
+        self._finished: set[str] = set()  # stages done, by task name
         self._pending = ""
         self._started: dict[str, list[float]] = {}
         self._recent: deque[str] = deque(maxlen=15)
@@ -121,8 +120,8 @@ class StageConsole:
                 # a ParallelFor body (the Optuna workers) ends once per iteration in some kfp.local runs and
                 # once for all of them in others; the total counts it once, so a stage counts when first done
                 self._finished.add(name)
-                self.done = len(self._finished)
-                self._say(f"done   {self.names.get(name, name)} ({took:.0f} s; {self.done} of {self.total} stages)")
+                done = len(self._finished)
+                self._say(f"done   {self.names.get(name, name)} ({took:.0f} s; {done} of {self.total} stages)")
             else:
                 self._say(f"FAILED {self.names.get(name, name)} after {took:.0f} s; its last lines:")
                 for recent in self._recent:
