@@ -105,7 +105,13 @@ def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdi
         sets.append(f"latent.encoder_from={args.encoder}")
     if variant == "adaptive":
         sets.append(f"latent.curriculum.target_score={REFERENCES[game][1]}")
-    run = _harness.train(_report.REPO_ROOT / "configs" / CONFIGS[variant], out, sets)
+    return train_row(_report.REPO_ROOT / "configs" / CONFIGS[variant], out, sets, game, variant, seed, args)
+
+
+def train_row(config: Path, out: Path, sets: list[str], game: str, variant: str, seed: int,
+              args: argparse.Namespace) -> dict:  # fmt: skip
+    """``frugalrl train CONFIG --out OUT --set SETS`` and the row of that run (score, steps, CPU, curve)."""
+    run = _harness.train(config, out, sets)
     summary, process_cpu_s = run.summary, run.cpu_s
     points = curve(out)
     return {
@@ -247,8 +253,21 @@ def render(rows: list[dict], results: Path) -> str:
         "against real frames and against CPU-seconds, one line per run).",
         "",
     ]
-    table = []
     by = by_contender(rows)
+    table, intervals = contender_table(by, games, variants)
+    lines.append(table)
+    lines += ["", *aggregate_lines(by, games, variants), *threshold_lines(by, games, variants)]
+    lines += ["", *target_lines(by, intervals, games), "", *capped_lines(capped), *encoder_lines(rows),
+              *_report.rows_lines(rows + capped, results)]  # fmt: skip
+    return "\n".join(lines)
+
+
+def contender_table(
+    by: dict, games: list[str], variants: list[str], descriptions: dict[str, str] = DESCRIPTIONS
+) -> tuple[str, dict]:
+    """The table, a line per game and contender (IQM with its interval, raw and human-normalised, the per-seed
+    scores, steps and CPU), and the intervals of the contenders with enough runs for one."""
+    table = []
     intervals: dict[tuple[str, str], tuple[float, float, float]] = {}
     for game in games:
         random, human = REFERENCES[game]
@@ -262,7 +281,7 @@ def render(rows: list[dict], results: Path) -> str:
                 intervals[game, variant] = ci
             hn = _report.stratified_bootstrap_iqm({game: [human_normalised(game, s) for s in scores]})
             table.append([
-                game.split("/")[-1], DESCRIPTIONS[variant], str(len(mine)), _ci(*ci, runs=len(scores)),
+                game.split("/")[-1], descriptions[variant], str(len(mine)), _ci(*ci, runs=len(scores)),
                 _ci(*hn, runs=len(scores)),
                 ", ".join(f"{s:.1f}" for s in scores),
                 _report.fmt_mmm([r["real_steps"] for r in mine]),
@@ -270,13 +289,9 @@ def render(rows: list[dict], results: Path) -> str:
                 _report.fmt_mmm([r["eval_cpu_s"] for r in mine]),
                 f"{random} / {human}",
             ])  # fmt: skip
-    lines.append(_report.markdown_table(
-        ["game", "contender", "runs", "score IQM [95% CI]", "human-norm. IQM [95% CI]", "per-seed scores",
-         "real steps", "training CPU-s", "evaluation CPU-s", "random / human"], table))  # fmt: skip
-    lines += ["", *aggregate_lines(by, games, variants), *threshold_lines(by, games, variants)]
-    lines += ["", *target_lines(by, intervals, games), "", *capped_lines(capped), *encoder_lines(rows),
-              *_report.rows_lines(rows + capped, results)]  # fmt: skip
-    return "\n".join(lines)
+    header = ["game", "contender", "runs", "score IQM [95% CI]", "human-norm. IQM [95% CI]", "per-seed scores",
+              "real steps", "training CPU-s", "evaluation CPU-s", "random / human"]  # fmt: skip
+    return _report.markdown_table(header, table), intervals
 
 
 def aggregate_lines(by: dict, games: list[str], variants: list[str]) -> list[str]:
