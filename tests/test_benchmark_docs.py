@@ -139,6 +139,32 @@ def test_the_curriculum_line_names_the_difference_and_what_it_shows(monkeypatch)
     assert curriculum_lines({(game, "real"): runs(1.0, 2.0, 3.0)}, [game]) == []
 
 
+def test_the_demo_game_section_says_which_contender_is_ahead_and_by_what(monkeypatch):
+    """The demo's game at equal CPU: a contender is called ahead of pixel PPO only when the intervals are apart."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    from atari_equal_cpu import contender_table
+    from demo_game_equal_cpu import DESCRIPTIONS, verdict_lines
+
+    game = "ALE/RoadRunner-v5"
+
+    def runs(variant, *scores):
+        return [{"game": game, "variant": variant, "seed": i + 1, "score": s, "real_steps": 1000,
+                 "train_cpu_s": 90.0, "eval_cpu_s": 5.0} for i, s in enumerate(scores)]  # fmt: skip
+
+    by = {(game, "pixel"): runs("pixel", 0.0, 20.0, 10.0, 0.0, 30.0),
+          (game, "stages"): runs("stages", 700.0, 650.0, 900.0, 620.0, 800.0),
+          (game, "real"): runs("real", 0.0, 900.0, 10.0, 700.0, 5.0)}  # fmt: skip
+    _, intervals = contender_table(by, [game], ["pixel", "real", "stages"], DESCRIPTIONS)
+    lines = verdict_lines(by, intervals, game)
+    stages = next(line for line in lines if line.startswith(f"- {DESCRIPTIONS['stages']} against pixel"))
+    real = next(line for line in lines if line.startswith(f"- {DESCRIPTIONS['real']} against pixel"))
+    assert "above, intervals apart" in stages
+    assert "no difference shown" in real
+    assert lines[-1].endswith("pixel 2/5, real 2/5, stages 5/5")  # runs above the published random 11.5
+    thin = {key: rows[:2] for key, rows in by.items()}
+    assert "not measurable yet" in verdict_lines(thin, {}, game)[1]
+
+
 def test_the_ledger_derives_the_latent_cost_from_the_equal_cpu_runs(monkeypatch):
     """Issue 31: the RLVR cost row comes from the equal-CPU rows once the curriculum has some, per real step."""
     monkeypatch.syspath_prepend(str(BENCH))
