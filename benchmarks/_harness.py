@@ -16,6 +16,7 @@ The statistics of the rows (the paired statistic, medians, IQM, bootstrap) are i
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -139,6 +140,13 @@ def cli(
     if code != 0 and not stopped:
         raise RuntimeError(f"frugalrl {' '.join(map(str, command[:2]))} failed (exit {code}; {log}):\n{_tail(log)}")
     return Run(out, sets, usage.ru_utime + usage.ru_stime, wall, log, stopped)
+
+
+def fresh_dir(base: Path) -> Path:
+    """``base``, or where a run is done again (a script's ``--redo``) ``base-2``, ``base-3``...: ``frugalrl train``
+    refuses a directory that holds a run, and the earlier run is kept."""
+    candidates = (base if i == 1 else base.with_name(f"{base.name}-{i}") for i in itertools.count(1))
+    return next(path for path in candidates if not path.exists())
 
 
 def train(config: Path | str, out: Path, sets: Sequence[str] = (), **kwargs: Any) -> Run:

@@ -96,7 +96,7 @@ def step_cap(variant: str, args: argparse.Namespace) -> int:
 
 def run_one(game: str, variant: str, seed: int, args: argparse.Namespace, workdir: Path) -> dict:
     """One ``frugalrl train`` at the CPU budget; the figures of its row."""
-    out = workdir / f"{game.split('/')[-1]}-{variant}-{seed}"
+    out = _harness.fresh_dir(workdir / f"{game.split('/')[-1]}-{variant}-{seed}")
     sets = [f"env.id={game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}",
             f"{'ppo.total_timesteps' if variant == 'pixel' else 'total_real_steps'}"
             f"={step_cap(variant, args)}",

@@ -59,9 +59,10 @@ OVERRIDES = {
     "real": ["latent.curriculum.stages=[{virtual_fraction: 0.0, real_share: 1.0}]"],
     "stages": [],
 }
-# Real agent steps per training CPU-second, about 10% above what the contenders made on this project's 2-core
-# Intel Xeon host at 90 CPU-s (pretraining included), so the CPU budget, not the step cap, ends a run.
-STEPS_PER_CPU_S = {"pixel": 260, "real": 1300, "stages": 950}
+# Real agent steps per training CPU-second, about 10% above what the contenders made in 90 CPU-s on this
+# project's 2-core Intel Xeon host (seed 1: pixel 20,480 steps, 100% real 68,608, the 3 stages 69,632; the
+# latent runs' pretraining, about 25 CPU-s, included), so the CPU budget, not the step cap, ends a run.
+STEPS_PER_CPU_S = {"pixel": 250, "real": 840, "stages": 850}
 DESCRIPTIONS = {
     "pixel": "pixel PPO (Nature CNN, CleanRL settings)",
     "real": "latent, encoder pretrained in the run, 100% real",
@@ -72,7 +73,7 @@ FIGURE = _report.REPO_ROOT / "docs" / "images" / "demo_game_equal_cpu.png"
 
 def run_one(variant: str, seed: int, args: argparse.Namespace, workdir: Path) -> dict:
     """One ``frugalrl train`` of a contender at the CPU budget; the figures of its row."""
-    out = workdir / f"{args.game.split('/')[-1]}-{variant}-{seed}"
+    out = _harness.fresh_dir(workdir / f"{args.game.split('/')[-1]}-{variant}-{seed}")
     steps_key = "ppo.total_timesteps" if variant == "pixel" else "total_real_steps"
     sets = [f"env.id={args.game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}",
             f"{steps_key}={step_cap(variant, args)}", f"eval.episodes={args.eval_episodes}",
@@ -162,7 +163,8 @@ def render(rows: list[dict], results: Path) -> str:
     if curriculum:  # did its imagined steps have anything to teach? issue 31's diagnostic gate, per run
         lines += [
             "The curriculum runs' world models at the end of training (frugalrl.latent.quality, real rollouts of "
-            f"the run's policy): reward AUC {_report.fmt_mmm([r['wm_reward_auc'] for r in curriculum], '{:.2f}')}, "
+            "the run's policy; median (range) over runs): reward AUC "
+            f"{_report.fmt_mmm([r['wm_reward_auc'] for r in curriculum], '{:.2f}')}, "
             "imagined / real reward events over 16 steps "
             + _report.fmt_mmm([r["wm_imagined_events"] / r["wm_real_events"] for r in curriculum], "{:.2f}")
             + "x (the gate: AUC >= 0.8, events within 25%).",

@@ -424,55 +424,65 @@ EQUAL_CPU_COMMAND = ("python benchmarks/atari_equal_cpu.py --games ALE/Boxing-v5
 EQUAL_CPU_SEEDS = 3  # the fewest runs per contender and game behind a verdict (issue 31: 5 latent, 3 curriculum)
 
 
-def latent_equal_cpu() -> Finding:
-    """The latent policy and the curriculum against pixel PPO at equal CPU-seconds, full games."""
-    from atari_equal_cpu import latest
+def equal_cpu(benchmark: str, command: str, setup: str = "") -> Callable[[], Finding]:
+    """The latent policy and the curriculum against pixel PPO at equal CPU-seconds, full games, from the rows of
+    ``benchmark`` (``atari_equal_cpu``: the shared encoder, 3 games; ``demo_game_equal_cpu``: the demo's game,
+    its encoder pretrained inside each run)."""
 
-    rows, _ = latest(rows_of("atari_equal_cpu"))  # runs their step cap ended are not equal-CPU runs
-    if not rows:
-        return no_rows("atari_equal_cpu", EQUAL_CPU_COMMAND)
-    parts, above, below, fewest = [], [], [], None
-    for game in sorted({r["game"] for r in rows}):
-        cells, ci = [], {}
-        for variant in ("pixel", "real", "stages", "adaptive"):
-            scores = [r["score"] for r in rows if r["game"] == game and r["variant"] == variant]
-            if scores:
-                point, low, high = _report.stratified_bootstrap_iqm({game: scores})
-                if len(scores) >= EQUAL_CPU_SEEDS:  # fewer runs give no interval worth comparing
-                    ci[variant] = (point, low, high)
-                    cells.append(f"{variant} {point:.1f} [{low:.1f}, {high:.1f}] ({len(scores)} runs)")
-                else:
-                    cells.append(f"{variant} {point:.1f} ({len(scores)} run{'s' if len(scores) > 1 else ''})")
-                fewest = len(scores) if fewest is None else min(fewest, len(scores))
-        for variant in ("real", "stages", "adaptive"):
-            if "pixel" in ci and variant in ci:
-                if ci[variant][1] > ci["pixel"][2]:
-                    above.append(f"{game.split('/')[-1]} {variant}")
-                elif ci[variant][2] < ci["pixel"][1]:
-                    below.append(f"{game.split('/')[-1]} {variant}")
-        parts.append(f"{game.split('/')[-1]}: " + ", ".join(cells))
-    budget = rows[0]["cpu_budget_s"]
-    if fewest is None or fewest < EQUAL_CPU_SEEDS:
-        verdict = f"not yet measured ({fewest} run(s) for the thinnest contender; {EQUAL_CPU_SEEDS} needed)"
-    elif above and not below:
-        verdict = "partly (more score for the same CPU; the 2% cost figure itself is not what this measures)"
-    elif below and not above:
-        verdict = "refuted at this budget (pixel PPO scores higher for the same CPU)"
-    else:
-        verdict = "not measurable at this budget (intervals overlap)"
-    side = (f"; above pixel PPO (non-overlapping 95% intervals): {', '.join(above) or 'none'}"
-            f"; below: {', '.join(below) or 'none'}")  # fmt: skip
-    from atari_equal_cpu import by_contender, curriculum_lines
+    def measure() -> Finding:
+        from atari_equal_cpu import latest
 
-    curriculum = curriculum_lines(by_contender(rows), sorted({r["game"] for r in rows}))
-    if curriculum:
-        side += "; the curriculum against 100% real latent: " + "; ".join(curriculum)
-    return Finding(
-        f"score IQM [95% stratified-bootstrap CI] at {budget:,.0f} training CPU-s per run: {'; '.join(parts)}{side}",
-        f"{len(rows)} runs, 30 full games each, one torch thread",
-        verdict,
-        commands(rows),
-    )
+        rows, _ = latest(rows_of(benchmark))  # runs their step cap ended are not equal-CPU runs
+        if not rows:
+            return no_rows(benchmark, command)
+        parts, above, below, fewest = [], [], [], None
+        for game in sorted({r["game"] for r in rows}):
+            cells, ci = [], {}
+            for variant in ("pixel", "real", "stages", "adaptive"):
+                scores = [r["score"] for r in rows if r["game"] == game and r["variant"] == variant]
+                if scores:
+                    point, low, high = _report.stratified_bootstrap_iqm({game: scores})
+                    if len(scores) >= EQUAL_CPU_SEEDS:  # fewer runs give no interval worth comparing
+                        ci[variant] = (point, low, high)
+                        cells.append(f"{variant} {point:.1f} [{low:.1f}, {high:.1f}] ({len(scores)} runs)")
+                    else:
+                        cells.append(f"{variant} {point:.1f} ({len(scores)} run{'s' if len(scores) > 1 else ''})")
+                    fewest = len(scores) if fewest is None else min(fewest, len(scores))
+            for variant in ("real", "stages", "adaptive"):
+                if "pixel" in ci and variant in ci:
+                    if ci[variant][1] > ci["pixel"][2]:
+                        above.append(f"{game.split('/')[-1]} {variant}")
+                    elif ci[variant][2] < ci["pixel"][1]:
+                        below.append(f"{game.split('/')[-1]} {variant}")
+            parts.append(f"{game.split('/')[-1]}: " + ", ".join(cells))
+        budget = rows[0]["cpu_budget_s"]
+        if fewest is None or fewest < EQUAL_CPU_SEEDS:
+            verdict = f"not yet measured ({fewest} run(s) for the thinnest contender; {EQUAL_CPU_SEEDS} needed)"
+        elif above and not below:
+            verdict = "partly (more score for the same CPU; the 2% cost figure itself is not what this measures)"
+        elif below and not above:
+            verdict = "refuted at this budget (pixel PPO scores higher for the same CPU)"
+        else:
+            verdict = "not measurable at this budget (intervals overlap)"
+        side = (f"; above pixel PPO (non-overlapping 95% intervals): {', '.join(above) or 'none'}"
+                f"; below: {', '.join(below) or 'none'}")  # fmt: skip
+        from atari_equal_cpu import by_contender, curriculum_lines
+
+        curriculum = curriculum_lines(by_contender(rows), sorted({r["game"] for r in rows}))
+        if curriculum:
+            side += "; the curriculum against 100% real latent: " + "; ".join(curriculum)
+        return Finding(
+            f"score IQM [95% stratified-bootstrap CI] at {budget:,.0f} training CPU-s per run{setup}: "
+            f"{'; '.join(parts)}{side}",
+            f"{len(rows)} runs, 30 full games each, one torch thread",
+            verdict,
+            commands(rows),
+        )
+
+    return measure
+
+
+DEMO_GAME_COMMAND = "python benchmarks/demo_game_equal_cpu.py --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu"
 
 
 def latent_transfer() -> Finding:
@@ -724,7 +734,10 @@ CLAIMS = [
     # RLVR
     Claim("RLVR", "training cost in latent space", "cost cut to 2%", latent_cost),
     Claim("RLVR", "the latent policy plays better for the same compute", "cost cut to 2% at the same score",
-          latent_equal_cpu),
+          equal_cpu("atari_equal_cpu", EQUAL_CPU_COMMAND, " (frozen shared encoder)")),
+    Claim("RLVR", "the same, on the demo's game", "cost cut to 2% at the same score",
+          equal_cpu("demo_game_equal_cpu", DEMO_GAME_COMMAND, " (the encoder and world model pretrained inside "
+                    "each latent run)")),
     Claim("RLVR", "84x84 frames to a 32-dim latent", "98.6% less data", latent_compression),
     Claim("RLVR", "encoder reconstruction", "PSNR > 30 dB", latent_psnr),
     Claim("RLVR", "latent size", "little gain beyond 64 dims", unmeasured(

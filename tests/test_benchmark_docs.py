@@ -46,6 +46,7 @@ RENDERERS = {
     "reward_predictability.py": ([], ["reward_predictability"]),
     "atari_throughput.py": ([], ["atari_throughput"]),
     "atari_equal_cpu.py": ([], ["atari_equal_cpu"]),
+    "demo_game_equal_cpu.py": ([], ["demo_game_equal_cpu"]),
     "rliable_check.py": ([], ["rliable_check"]),
     "ledger.py": ([], ["claims_ledger"]),
 }

@@ -155,6 +155,18 @@ def test_a_run_directory_named_relative_to_the_caller_lands_there(bench, tmp_pat
     assert out == str(tmp_path / "runs/equal-cpu/Pong-pixel-1") and harness.Path(cwd) == tmp_path / "runs/equal-cpu"
 
 
+def test_a_run_done_again_gets_a_fresh_directory_and_the_earlier_run_stays(bench, tmp_path):
+    _harness, _ = bench
+    base = tmp_path / "RoadRunner-v5-real-1"
+    assert _harness.fresh_dir(base) == base
+    base.mkdir()
+    (base / "summary.json").write_text("{}")
+    assert _harness.fresh_dir(base) == tmp_path / "RoadRunner-v5-real-1-2"
+    (tmp_path / "RoadRunner-v5-real-1-2").mkdir()
+    assert _harness.fresh_dir(base) == tmp_path / "RoadRunner-v5-real-1-3"
+    assert (base / "summary.json").read_text() == "{}"
+
+
 def test_metrics_first_reaching_and_episode_returns(bench, tmp_path):
     harness, _ = bench
     rows = [{"step": 10}, {"step": 20, "episode_return": 5.0}, {"step": 30, "episode_return": 9.0}]
