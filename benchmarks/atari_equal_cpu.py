@@ -317,6 +317,8 @@ def threshold_lines(by: dict, games: list[str], variants: list[str]) -> list[str
         cells = []
         for variant in variants:
             mine = by.get((game, variant), [])
+            if not mine:  # a contender not run on this game (yet) has nothing to say here
+                continue
             reached = [next((p[1] for p in r["curve"] if p[2] >= threshold), None) for r in mine]
             hit = [c for c in reached if c is not None]
             median = f"median {statistics.median(hit):,.0f} CPU-s" if hit else "never"
