@@ -61,7 +61,7 @@ OVERRIDES = {
 }
 # Real agent steps per training CPU-second, about 10% above what the contenders made in 90 CPU-s on this
 # project's 2-core Intel Xeon host (seed 1: pixel 20,480 steps, 100% real 68,608, the 3 stages 69,632; the
-# latent runs' pretraining, about 25 CPU-s, included), so the CPU budget, not the step cap, ends a run.
+# latent runs' pretraining and set-up, 28-31 CPU-s, included), so the CPU budget, not the step cap, ends a run.
 STEPS_PER_CPU_S = {"pixel": 250, "real": 840, "stages": 850}
 DESCRIPTIONS = {
     "pixel": "pixel PPO (Nature CNN, CleanRL settings)",
@@ -78,8 +78,8 @@ def run_one(variant: str, seed: int, args: argparse.Namespace, workdir: Path) ->
     sets = [f"env.id={args.game}", f"seed={seed}", f"cpu_budget_s={args.cpu_budget_s}",
             f"{steps_key}={step_cap(variant, args)}", f"eval.episodes={args.eval_episodes}",
             *OVERRIDES[variant]]  # fmt: skip
-    return {**train_row(CONFIGS[variant], out, sets, args.game, variant, seed, args), "config":
-            _report.portable(str(CONFIGS[variant]))}  # fmt: skip
+    row = train_row(CONFIGS[variant], out, sets, args.game, variant, seed, args)
+    return {**row, "config": _report.portable(str(CONFIGS[variant]))}
 
 
 def run(args: argparse.Namespace) -> list[dict]:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                                   latent_input="standardised", events_from=EVERY_START)  # fmt: skip
     # seed by seed, alternating within a game (A B A B): a stopped batch leaves whole seeds
     per_seed = _harness.interleave(args.games, list(itertools.product(args.refresh_steps, args.rollout_steps)))
-    cells = [(seed, game, *cell) for seed in args.seeds for game, cell in per_seed]
+    cells = [(game, *cell, seed) for seed in args.seeds for game, cell in per_seed]
 
     def line(row: dict) -> str:
         return (
@@ -83,8 +83,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             f"{row.get('wm_reward_auc')}  events {row.get('wm_imagined_events')} / {row.get('wm_real_events')}"
         )
 
-    # alternating within a game: A B A B
-    _harness.measure(cells, lambda cell: _train(*cell[1:], cell[0], args), args.results, common, line, args.workers)
+    _harness.measure(cells, lambda cell: _train(*cell, args), args.results, common, line, args.workers)
     return select(_report.read_rows(args.results), args)
 
 
