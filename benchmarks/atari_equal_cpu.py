@@ -411,6 +411,18 @@ def encoder_lines(rows: list[dict]) -> list[str]:
     return [*lines, ""]
 
 
+def parse_rates(parser: argparse.ArgumentParser, pairs: list[str], defaults: dict[str, float]) -> dict[str, float]:
+    """``--steps-per-cpu-s VARIANT=N ...`` over ``defaults``; a malformed pair or an unknown variant is refused in
+    one line (exit 2)."""
+    try:
+        given = {k: float(v) for k, v in (item.split("=", 1) for item in pairs)}
+    except ValueError:
+        parser.error("--steps-per-cpu-s takes VARIANT=N pairs, e.g. pixel=260 real=1370")
+    if set(given) - set(defaults):
+        parser.error(f"--steps-per-cpu-s: variants are {sorted(defaults)}")
+    return {**defaults, **given}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["ALE/Boxing-v5", "ALE/Breakout-v5", "ALE/Pong-v5"])
@@ -437,12 +449,7 @@ def main() -> None:
         args.encoder = str(Path(args.encoder).resolve())  # rows name it repo-relative (_report.portable)
     if any(v != "pixel" for v in args.variants) and not args.encoder and not args.report_only:
         parser.error("latent variants need --encoder (make it with latent_vs_pixel.py --encoder-only)")
-    try:  # VARIANT=N pairs
-        args.steps_per_cpu_s = {k: float(v) for k, v in (item.split("=", 1) for item in args.steps_per_cpu_s)}
-    except ValueError:
-        parser.error("--steps-per-cpu-s takes VARIANT=N pairs, e.g. pixel=260 real=1370")
-    if set(args.steps_per_cpu_s) - set(STEPS_PER_CPU_S):
-        parser.error(f"--steps-per-cpu-s: variants are {sorted(STEPS_PER_CPU_S)}")
+    args.steps_per_cpu_s = parse_rates(parser, args.steps_per_cpu_s, STEPS_PER_CPU_S)
 
     def render_and_plot(rows: list[dict], results: Path) -> str:
         if args.write:  # the figure the doc shows, from the same rows

@@ -42,6 +42,7 @@ from atari_equal_cpu import (
     contender_table,
     curriculum_lines,
     latest,
+    parse_rates,
     plot_curves,
     step_cap,
     threshold_lines,
@@ -187,13 +188,7 @@ def main() -> None:
                         help=f"a contender's step cap per CPU-second (default {STEPS_PER_CPU_S})")  # fmt: skip
     _report.add_output_args(parser, NAME)
     args = parser.parse_args()
-    try:  # VARIANT=N pairs over the defaults
-        given = {k: float(v) for k, v in (item.split("=", 1) for item in args.steps_per_cpu_s)}
-    except ValueError:
-        parser.error("--steps-per-cpu-s takes VARIANT=N pairs, e.g. pixel=230 stages=800")
-    if set(given) - set(STEPS_PER_CPU_S):
-        parser.error(f"--steps-per-cpu-s: contenders are {sorted(STEPS_PER_CPU_S)}")
-    args.steps_per_cpu_s = {**STEPS_PER_CPU_S, **given}
+    args.steps_per_cpu_s = parse_rates(parser, args.steps_per_cpu_s, STEPS_PER_CPU_S)
 
     def render_and_plot(rows: list[dict], results: Path) -> str:
         if args.write:  # the figure the doc shows, from the same rows
