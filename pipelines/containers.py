@@ -26,11 +26,13 @@ PASSED_ENV_PREFIXES = ("MLFLOW_", "OPTUNA_", "FRUGALRL_")
 TRAINING_IMAGE = "training_image"  # the production DAG's parameter: the image of its PyTorchJob pods
 
 
-def resolve_image(image: str | None, flavor: str = "cpu", repo: Path = REPO) -> tuple[str, str, str] | None:
-    """(reference, digest, where it came from) for ``--image REF``, else the checkout's last build, else None."""
+def resolve_image(
+    image: str | None, flavor: str = "cpu", repo: Path = REPO, option: str = "--image"
+) -> tuple[str, str, str] | None:
+    """(reference, digest, where it came from) for ``option REF``, else the checkout's last build, else None."""
     if image is not None:
-        reference = check_reference(image)
-        return reference, digest_of(reference), "--image"
+        reference = check_reference(image, option)
+        return reference, digest_of(reference), option
     record: ImageRecord | None = load_record(repo, flavor)
     if record is None:
         return None
@@ -39,8 +41,9 @@ def resolve_image(image: str | None, flavor: str = "cpu", repo: Path = REPO) -> 
 
 
 @contextlib.contextmanager
-def pinned_image(pipeline: Any, reference: str, digest: str) -> Iterator[None]:
-    """While open, every executor of ``pipeline`` runs ``reference`` with the digest in its environment."""
+def pinned_image(pipeline: Any, reference: str, digest: str, cuda: tuple[str, str] | None = None) -> Iterator[None]:
+    """While open, every executor of ``pipeline`` runs ``reference`` with the digest in its environment; with
+    ``cuda`` (reference, digest), the executors that ask for a GPU (and the TrainJob's workers) run that one."""
     spec = pipeline.pipeline_spec
     saved = struct_pb2.Struct()
     saved.CopyFrom(spec.deployment_spec)
@@ -50,15 +53,16 @@ def pinned_image(pipeline: Any, reference: str, digest: str) -> Iterator[None]:
     saved_training = training.string_value if training is not None else None
     try:
         if training is not None:
-            training.string_value = reference
+            training.string_value = (cuda or (reference,))[0]
         executors = spec.deployment_spec["executors"]
         for name in list(executors.keys()):
             container = executors[name]["container"]
-            container["image"] = reference
+            gpu = cuda is not None and "resources" in container and "accelerator" in container["resources"]
+            ref, dig = cuda if gpu else (reference, digest)
+            container["image"] = ref
             env = [dict(e) for e in container["env"]] if "env" in container else []
             env = [e for e in env if e.get("name") not in (IMAGE_DIGEST_ENV, IMAGE_REF_ENV)]
-            container["env"] = [*env, {"name": IMAGE_DIGEST_ENV, "value": digest},
-                                {"name": IMAGE_REF_ENV, "value": reference}]  # fmt: skip
+            container["env"] = [*env, {"name": IMAGE_DIGEST_ENV, "value": dig}, {"name": IMAGE_REF_ENV, "value": ref}]
         yield
     finally:
         spec.deployment_spec.CopyFrom(saved)

@@ -16,7 +16,7 @@ from kfp import compiler, local
 from frugalrl.config import load_config
 from frugalrl.credentials import redact_text, shown
 from frugalrl.errors import PipelineFailed
-from frugalrl.ops.images import DEFAULT_IMAGE
+from frugalrl.ops.images import ImageError, is_pinned
 from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
 from pipelines.console import StageConsole, stage_names
 from pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image
@@ -24,40 +24,71 @@ from pipelines.training import pipeline_for, pipeline_kind
 
 
 def compile_pipeline(
-    output: Path, config_path: Path | None = None, profile: str | None = None, image: str | None = None
-) -> Path:
-    """Write Kubeflow IR YAML: the production DAG of ``profile``, or the training pipeline ``config_path``
-    needs (the plain one without either). Every step names ``image`` (``--image REF``), else the
-    checkout's last image build (its pushed ``name@sha256:`` digest); see ``image_line``."""
-    flavor = "cpu"
+    output: Path,
+    config_path: Path | None = None,
+    profile: str | None = None,
+    image: str | None = None,
+    cuda_image: str | None = None,
+    allow_unpinned: bool = False,
+) -> list[str]:
+    """Write Kubeflow IR YAML for a cluster: the production DAG of ``profile``, or the training pipeline
+    ``config_path`` needs (the plain one without either); returns what to print of its images.
+
+    Every step names ``image`` (``--image REF``, else the checkout's last pushed CPU build); a profile's GPU
+    steps name ``cuda_image`` (else the last pushed CUDA build). Each must name a registry and a digest,
+    or the compile stops with one line before anything is written; ``allow_unpinned`` lets a tag through
+    for a dev cluster, and the compiled pipeline's description then says so."""
+    gpu = False
     if profile is not None:
         from pipelines.production import build_pipeline, load_profile
 
         loaded = load_profile(profile)
-        pipeline, flavor = build_pipeline(loaded), ("cuda" if loaded.gpu else "cpu")
+        pipeline, gpu = build_pipeline(loaded), bool(loaded.gpu_stages())
     else:
         pipeline = pipeline_for(pipeline_kind(load_config(config_path)) if config_path else "plain")
+    cpu = _cluster_image(image, "cpu", "--image", allow_unpinned)
+    cuda = _cluster_image(cuda_image, "cuda", "--cuda-image", allow_unpinned) if gpu else None
+    unpinned = [ref for ref, *_ in filter(None, (cpu, cuda)) if not is_pinned(ref)]
     output.parent.mkdir(parents=True, exist_ok=True)
-    resolved = resolve_image(image, flavor)
-    with pinned_image(pipeline, *resolved[:2]) if resolved else contextlib.nullcontext():
+    with pinned_image(pipeline, *cpu[:2], cuda=cuda[:2] if cuda else None), _described(pipeline, unpinned):
         compiler.Compiler().compile(pipeline, str(output))
-    return output
+    lines = [f"image: {cpu[0]} (from {cpu[2]})"]
+    if cuda:
+        lines.append(f"GPU steps' image: {cuda[0]} (from {cuda[2]})")
+    if unpinned:
+        lines.append(f"not pinned (--allow-unpinned; for a dev cluster only): {', '.join(unpinned)}")
+    return lines
 
 
-def image_line(image: str | None, profile: str | None = None) -> str:
-    """What ``pipeline compile`` says of the image its steps name (a GPU profile's: the cuda build)."""
-    flavor = "cpu"
-    if profile is not None:
-        from pipelines.production import load_profile
-
-        flavor = "cuda" if load_profile(profile).gpu else "cpu"
-    resolved = resolve_image(image, flavor)
+def _cluster_image(image: str | None, flavor: str, option: str, allow_unpinned: bool) -> tuple[str, str, str]:
+    """(reference, digest, source) of the image a cluster pulls for ``flavor``, or one line saying why not."""
+    resolved = resolve_image(image, flavor, option=option)
     if resolved is None:
-        return (f"image: {DEFAULT_IMAGE}, not pinned (no {flavor} image built here: `frugalrl image build`, "
-                "`frugalrl image push --registry HOST:PORT`, or --image REF)")  # fmt: skip
-    reference, _, source = resolved
-    pinned = "" if "@sha256:" in reference else "; not a digest: push it (`frugalrl image push`) to pin it"
-    return f"image: {reference} (from {source}){pinned}"
+        raise ImageError(
+            f"no {flavor} image to name: a cluster pulls the step image from a registry by digest; build and push "
+            f"it (`frugalrl image build --flavor {flavor}`, `frugalrl image push --registry HOST:PORT --flavor "
+            f"{flavor}`) or pass {option} HOST/frugalrl@sha256:..."
+        )
+    if not (allow_unpinned or is_pinned(resolved[0])):
+        raise ImageError(
+            f"{flavor} image {resolved[0]} (from {resolved[2]}) is not pinned: a cluster needs a registry and a "
+            f"digest; push it (`frugalrl image push --registry HOST:PORT --flavor {flavor}`), pass {option} "
+            "HOST/frugalrl@sha256:..., or --allow-unpinned for a dev cluster"
+        )
+    return resolved
+
+
+@contextlib.contextmanager
+def _described(pipeline: Any, unpinned: list[str]) -> Any:
+    """While open, the pipeline's description says which of its images are not pinned (none: unchanged)."""
+    info = pipeline.pipeline_spec.pipeline_info
+    saved = info.description
+    if unpinned:
+        info.description = f"{saved} [NOT PINNED, dev clusters only: {', '.join(unpinned)}]"
+    try:
+        yield
+    finally:
+        info.description = saved
 
 
 @dataclass

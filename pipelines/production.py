@@ -10,13 +10,14 @@ declares them (PivotRL's importance evaluator for ``selection.kind: pivot``, the
 model for ``rollout.kind: latent``), wired the same way for every technique (``pipelines.stages``).
 A stage the profile or its config does not enable is left out of the compiled graph (no
 pretraining without a stage that needs it, no tune stage without ``tuning``, no latent or PEFT
-branch without those profile stages). With ``gpu: true`` every training and pretraining stage
-asks for ``nvidia.com/gpu`` with the profile's CPU/memory requests and limits, and lands on the
-GPU node pool through a node selector and a toleration given as pipeline parameters (the names
-are the cluster's, not the code's; their defaults are the profile's ``resources``, typed in
-``frugalrl.ops.profiles``). Training stages retry with backoff; collection and pretraining are cached
-(same config text and inputs, same outputs), evaluation and promotion never are (one sub-pipeline,
-``pipelines.stages.evaluate_and_register``, for every registered model). Models pass between stages
+branch without those profile stages). Every step is placed by ``pipelines.cluster``: requests, limits
+and a deadline by its class (light, CPU, GPU), the tracking Secret as its environment. A training or
+pretraining step asks for ``nvidia.com/gpu`` only where its config runs on a GPU (``Profile.pool``) and
+lands on the GPU node pool through a node selector and a toleration given as pipeline parameters (the
+names are the cluster's; their defaults are the profile's ``resources``). Training stages retry with
+backoff; collection, pretraining and the PEFT source are cached (same config text and inputs, same
+outputs), evaluation and promotion never are (one sub-pipeline, ``pipelines.stages``'s
+``evaluate_and_register_pipeline``, for every registered model). Models pass between stages
 as KFP artifacts (run directories); the registry holds them as MLflow models for everything downstream.
 """
 
@@ -29,13 +30,14 @@ from components.report import report
 from components.train import train
 from components.train_distributed import train_distributed
 from components.tune import tune_best, tune_worker
-from kfp import dsl, kubernetes
+from kfp import dsl
 
 from frugalrl import pretraining
 from frugalrl.ops import profiles
 from frugalrl.ops.images import DEFAULT_IMAGE
 from frugalrl.ops.profiles import Profile, ProfileStage
-from pipelines.stages import evaluate_and_register, pretrained_input
+from pipelines.cluster import Placement
+from pipelines.stages import evaluate_and_register_pipeline, pretrained_input
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,25 +48,12 @@ def load_profile(name_or_path: str) -> Profile:
     return profiles.load_profile(name_or_path, REPO)
 
 
-def _on_gpu(task: dsl.PipelineTask, profile: Profile, node_selector: Any, toleration: Any) -> dsl.PipelineTask:
-    """A GPU stage: accelerator, requests and limits, the GPU pool's node selector and toleration."""
-    if not profile.gpu:
-        return task
-    res = profile.resources
-    task.set_accelerator_type("nvidia.com/gpu").set_accelerator_limit(res.gpu_count)
-    task.set_cpu_request(res.cpu_request).set_cpu_limit(res.cpu_limit)
-    task.set_memory_request(res.memory_request).set_memory_limit(res.memory_limit)
-    kubernetes.add_node_selector_json(task, node_selector)
-    kubernetes.add_toleration_json(task, toleration)
-    return task
-
-
 def _training(task: dsl.PipelineTask) -> dsl.PipelineTask:
     return task.set_retry(num_retries=2, backoff_duration="60s", backoff_factor=2.0)
 
 
-def _evaluate_register(model: Any, name: str, episodes: Any, seed: Any, label: str) -> dsl.PipelineTask:
-    promoted = evaluate_and_register(model=model, model_name=name, eval_episodes=episodes, eval_seed=seed)
+def _evaluate_register(gate: Any, model: Any, name: str, episodes: Any, seed: Any, label: str) -> dsl.PipelineTask:
+    promoted = gate(model=model, model_name=name, eval_episodes=episodes, eval_seed=seed)
     return promoted.set_caching_options(False).set_display_name(f"evaluate and register {label} (promotion gate)")
 
 
@@ -95,77 +84,83 @@ BRANCHES = {
 
 
 def build_pipeline(profile: Profile) -> Any:
-    """The ``@dsl.pipeline`` for ``profile``: only the stages it enables."""
+    """The ``@dsl.pipeline`` for ``profile``: only the stages it enables, each placed by ``pipelines.cluster``."""
+    gate = evaluate_and_register_pipeline(Placement(profile.resources, profile.cluster))  # light steps only
 
     @dsl.pipeline(name=f"frugalrl-production-{profile.name}", description=__doc__.splitlines()[0])
     def production(
         eval_episodes: int = 20,
         eval_seed: int = 10_000,
-        gpu_node_selector: dict = profile.resources.node_selector,  # the default a run can override
-        gpu_toleration: dict = profile.resources.toleration,
+        seed: int = 0,  # 0: each config's own seed; a scheduled run may pass another to train a new challenger
+        gpu_node_selector: dict = profile.resources.gpu_node_selector,  # the default a run can override
+        gpu_toleration: dict = profile.resources.gpu_toleration,
         training_namespace: str = "kubeflow",
         training_image: str = DEFAULT_IMAGE,  # compile --image / the last build replaces it (pipelines.containers)
         training_job_kind: str = "TrainJob",  # the distributed stage: TrainJob (Trainer v2) or PyTorchJob (legacy)
     ) -> None:
-        gpu = lambda task: _on_gpu(task, profile, gpu_node_selector, gpu_toleration)  # noqa: E731
+        place = Placement(profile.resources, profile.cluster, gpu_node_selector, gpu_toleration)
         run_id = dsl.PIPELINE_JOB_ID_PLACEHOLDER
         reported: dict[str, Any] = {}  # what the report stage reads
         for section, branch in BRANCHES.items():
             stage: ProfileStage | None = getattr(profile.stages, section)
             if stage is None:
                 continue
-            config, text = profile.stage_config(stage), profile.stage_text(stage)
-            inputs = pretrained_input(pretraining.needed_by(config), text, stage.overrides, gpu)
+            config, text, pool = profile.stage_config(stage), profile.stage_text(stage), profile.pool(stage)
+            inputs = pretrained_input(pretraining.needed_by(config), text, stage.overrides, place, pool)
             tuned: dict[str, Any] = {}
             if branch.tunes and config.tuning is not None and profile.tune.workers > 0:
                 tune_overrides = [*stage.overrides, *profile.tune.overrides]
                 with dsl.ParallelFor(items=list(range(profile.tune.workers)), name="tune-workers") as worker:
                     tuner = tune_worker(config_yaml=text, overrides=tune_overrides, worker=worker,
                                         pipeline_run_id=run_id, **inputs)  # fmt: skip
-                    workers = gpu(_training(tuner))
+                    workers = place.optuna(place.on(pool, _training(tuner)))
                     workers.set_caching_options(False).set_display_name("Optuna worker")
-                best = tune_best(config_yaml=text, overrides=tune_overrides, pipeline_run_id=run_id)
+                best = place.optuna(place.light(tune_best(config_yaml=text, overrides=tune_overrides,
+                                                          pipeline_run_id=run_id)))  # fmt: skip
                 best.after(workers)
                 best.set_caching_options(False).set_display_name("best trial")
                 tuned["tuned"] = best.output
-            if branch.distributes and profile.gpu and config.distributed.workers > 1:  # N GPU pods, gradients fused
-                trained = _training(train_distributed(
-                    config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id,
-                    namespace=training_namespace, image=training_image, node_selector=gpu_node_selector,
-                    toleration=gpu_toleration, job_kind=training_job_kind, **tuned,
-                ))  # fmt: skip
+            if branch.distributes and pool == "gpu" and config.distributed.workers > 1:  # N GPU pods, gradients fused
+                # the step submits the job and watches it to its end; the job's workers hold the GPUs
+                job = train_distributed(config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id,
+                                        namespace=training_namespace, image=training_image,
+                                        node_selector=gpu_node_selector, toleration=gpu_toleration,
+                                        job_kind=training_job_kind, **tuned)  # fmt: skip
+                trained = place.watcher(_training(job))
                 trained.set_caching_options(False).set_display_name(f"train on {config.distributed.workers} workers")
             else:
-                trained = gpu(_training(train(config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id,
-                                              **inputs, **tuned)))  # fmt: skip
+                trained = place.on(pool, _training(train(config_yaml=text, overrides=stage.overrides, seed=seed,
+                                                         pipeline_run_id=run_id, **inputs, **tuned)))  # fmt: skip
                 trained.set_caching_options(False).set_display_name(branch.train_name)
             model = trained.outputs["model"]
-            promoted = _evaluate_register(model, stage.model_name, _episodes(stage, eval_episodes), eval_seed,
+            promoted = _evaluate_register(gate, model, stage.model_name, _episodes(stage, eval_episodes), eval_seed,
                                           branch.label)  # fmt: skip
             reported[branch.policy], reported[branch.promotion] = model, promoted.outputs["report"]
             if branch.pretrained and inputs:
                 reported[branch.pretrained] = inputs["pretrained"]
         if profile.peft is not None:
             stage = profile.peft
-            text = profile.stage_text(stage)
-            source = gpu(_training(train(config_yaml=text, overrides=stage.overrides, pipeline_run_id=run_id)))
+            text, pool = profile.stage_text(stage), profile.pool(stage)
+            source = place.on(pool, _training(train(config_yaml=text, overrides=stage.overrides, seed=seed,
+                                                    pipeline_run_id=run_id)))  # fmt: skip
             source.set_caching_options(True).set_display_name("train PEFT source policy")
-            registered = _evaluate_register(source.outputs["model"], stage.model_name,
+            registered = _evaluate_register(gate, source.outputs["model"], stage.model_name,
                                             _episodes(stage, eval_episodes), eval_seed, "source policy")  # fmt: skip
             reported["peft_source"], reported["peft_source_promotion"] = (
                 source.outputs["model"],
                 registered.outputs["report"],
             )
-            compared = gpu(_training(peft_compare(config_yaml=text, overrides=stage.overrides,
-                                                  base=source.outputs["model"], pipeline_run_id=run_id)))  # fmt: skip
+            compared = place.on(pool, _training(peft_compare(config_yaml=text, overrides=stage.overrides,
+                                                             base=source.outputs["model"],
+                                                             pipeline_run_id=run_id)))  # fmt: skip
             compared.set_caching_options(False).set_display_name("compare PEFT methods")
-            adapted = _evaluate_register(compared.outputs["best"], stage.adapted_name,
+            adapted = _evaluate_register(gate, compared.outputs["best"], stage.adapted_name,
                                          _episodes(stage, eval_episodes), eval_seed, "best adapted policy")  # fmt: skip
             reported["peft_comparison"] = compared.outputs["comparison"]  # declared: uploaded on a cluster
             reported["peft_promotion"] = adapted.outputs["report"]
             reported["peft_adapted"] = compared.outputs["best"]
         if reported:
-            summary = report(**reported).set_caching_options(False)
+            summary = place.light(report(**reported)).set_caching_options(False)
             summary.set_display_name("report")
 
     return production

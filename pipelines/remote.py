@@ -84,17 +84,24 @@ def _spec(package: Path) -> tuple[dict, dict | None]:
     return docs[0], (docs[1] if len(docs) > 1 and isinstance(docs[1], dict) else None)
 
 
-def run_body(package: Path, name: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """The JSON body of a one-off run of ``package`` (compiled IR YAML)."""
+# The identity steps run as (infra/kfp/rbac.yaml); KFP sets it per run, the IR cannot carry it.
+SERVICE_ACCOUNT = "frugalrl-pipeline"
+
+
+def run_body(package: Path, name: str, parameters: dict[str, Any], service_account: str = SERVICE_ACCOUNT) -> dict:
+    """The JSON body of a one-off run of ``package`` (compiled IR YAML), its steps running as ``service_account``."""
     spec, platform = _spec(package)
     pipeline_spec = {"pipeline_spec": spec, "platform_spec": platform} if platform else spec
-    return {"display_name": name, "pipeline_spec": pipeline_spec, "runtime_config": {"parameters": parameters}}
+    return {"display_name": name, "pipeline_spec": pipeline_spec, "runtime_config": {"parameters": parameters},
+            "service_account": service_account}  # fmt: skip
 
 
-def recurring_body(package: Path, name: str, parameters: dict[str, Any], cron: str) -> dict[str, Any]:
+def recurring_body(
+    package: Path, name: str, parameters: dict[str, Any], cron: str, service_account: str = SERVICE_ACCOUNT
+) -> dict[str, Any]:
     """The JSON body of a recurring run: the same spec, a cron trigger, one run at a time, no catch-up."""
     return {
-        **run_body(package, name, parameters),
+        **run_body(package, name, parameters, service_account),
         "trigger": {"cron_schedule": {"cron": kfp_cron(cron)}},
         "max_concurrency": "1",
         "mode": "ENABLE",
@@ -146,9 +153,13 @@ def _describe_reply(raw: bytes) -> str:
     return " ".join(text.split())[:200] or "an empty reply"
 
 
-def submit(host: str, package: Path, name: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    return post(host, "/apis/v2beta1/runs", run_body(package, name, parameters))
+def submit(
+    host: str, package: Path, name: str, parameters: dict[str, Any], service_account: str = SERVICE_ACCOUNT
+) -> dict[str, Any]:
+    return post(host, "/apis/v2beta1/runs", run_body(package, name, parameters, service_account))
 
 
-def schedule(host: str, package: Path, name: str, parameters: dict[str, Any], cron: str) -> dict[str, Any]:
-    return post(host, "/apis/v2beta1/recurringruns", recurring_body(package, name, parameters, cron))
+def schedule(
+    host: str, package: Path, name: str, parameters: dict[str, Any], cron: str, service_account: str = SERVICE_ACCOUNT
+) -> dict[str, Any]:
+    return post(host, "/apis/v2beta1/recurringruns", recurring_body(package, name, parameters, cron, service_account))

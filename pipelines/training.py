@@ -5,7 +5,7 @@ pretraining stage ``frugalrl.pretraining`` declares (PivotRL's importance evalua
 curriculum's encoder and world model, ...) gets a pipeline ``frugalrl-train-<stage>``, built by the
 same builder from the declaration alone; other configs compile to the three-step graph. The PEFT
 pipeline, with its second model and comparison branch, is its own function. Evaluation and
-registration are one sub-pipeline (``pipelines.stages.evaluate_and_register``), shared with the
+registration are one sub-pipeline (``pipelines.stages.evaluate_and_register_pipeline``), shared with the
 production DAG.
 """
 
@@ -18,14 +18,19 @@ from kfp import dsl
 from frugalrl import pretraining
 from frugalrl.config import ExperimentConfig
 from frugalrl.pretraining import PretrainStage
-from pipelines.stages import evaluate_and_register, pretrained_input
+from pipelines.cluster import default_placement
+from pipelines.stages import evaluate_and_register_pipeline, pretrained_input
 
 DESCRIPTION = "Train a policy, evaluate it over fixed seeds, register it in MLflow."
+# A training pipeline's config is a run-time parameter, so its steps cannot know at compile time whether it
+# wants a GPU: all run on the CPU pool (a profile's production DAG places GPU stages).
+PLACE = default_placement()
+_evaluate_and_register = evaluate_and_register_pipeline(PLACE)
 
 
 def _register(model: Any, model_name: str, eval_episodes: int, eval_seed: int) -> dsl.PipelineTask:
-    promoted = evaluate_and_register(model=model, model_name=model_name, eval_episodes=eval_episodes,
-                                     eval_seed=eval_seed)  # fmt: skip
+    promoted = _evaluate_and_register(model=model, model_name=model_name, eval_episodes=eval_episodes,
+                                      eval_seed=eval_seed)  # fmt: skip
     return promoted.set_caching_options(False).set_display_name("evaluate and register")
 
 
@@ -43,9 +48,9 @@ def build_training_pipeline(stage: PretrainStage | None = None) -> dsl.graph_com
         eval_episodes: int = 20,
         eval_seed: int = 10_000,
     ) -> str:
-        inputs = pretrained_input(stage, config_yaml, overrides)
-        trained = train(config_yaml=config_yaml, overrides=overrides, pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-                        **inputs)  # fmt: skip
+        inputs = pretrained_input(stage, config_yaml, overrides, PLACE)
+        trained = PLACE.cpu(train(config_yaml=config_yaml, overrides=overrides,
+                                  pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER, **inputs))  # fmt: skip
         trained.set_display_name(stage.train_name if stage else "train policy")
         return _register(trained.outputs["model"], model_name, eval_episodes, eval_seed).outputs["version"]
 
@@ -68,11 +73,12 @@ def peft_pipeline(
     eval_episodes: int = 20,
     eval_seed: int = 10_000,
 ) -> str:
-    trained = train(config_yaml=config_yaml, overrides=overrides, pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)
+    trained = PLACE.cpu(train(config_yaml=config_yaml, overrides=overrides,
+                              pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))  # fmt: skip
     trained.set_display_name("train source policy")
     registered = _register(trained.outputs["model"], model_name, eval_episodes, eval_seed)
-    compared = peft_compare(config_yaml=config_yaml, overrides=overrides, base=trained.outputs["model"],
-                            pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER)  # fmt: skip
+    compared = PLACE.cpu(peft_compare(config_yaml=config_yaml, overrides=overrides, base=trained.outputs["model"],
+                                      pipeline_run_id=dsl.PIPELINE_JOB_ID_PLACEHOLDER))  # fmt: skip
     compared.set_display_name("compare PEFT methods")
     _register(compared.outputs["best"], adapted_model_name, eval_episodes, eval_seed)
     return registered.outputs["version"]

@@ -18,11 +18,16 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from frugalrl.config import ExperimentConfig, validate_config
 from frugalrl.ops.images import ImageRecord, load_record
+from frugalrl.tracking.store import IN_CLUSTER_ENV
 
 REPO = Path(__file__).resolve().parents[1]
+# Pinned fakes (a registry host and a digest) for compiling to a cluster: nothing pulls them
+CPU_IMAGE = "registry.example.com/frugalrl@sha256:" + "a" * 64
+CUDA_IMAGE = "registry.example.com/frugalrl-cuda@sha256:" + "b" * 64
 
 
 class NaNRewardEnv(gym.Env):
@@ -50,9 +55,12 @@ gym.register("FrugalTest/NaNReward-v0", entry_point=NaNRewardEnv)
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
-    """Each test gets its own MLflow store and working directory; one torch thread."""
+    """Each test gets its own MLflow store and working directory; one torch thread. Off any cluster, even when
+    the suite itself runs in a pod (a CI runner on Kubernetes): there a local store would be refused."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    for name in IN_CLUSTER_ENV:
+        monkeypatch.delenv(name, raising=False)
     torch.set_num_threads(1)
 
 
@@ -192,3 +200,36 @@ def records(step_image, tmp_path, monkeypatch) -> Path:
     (where / "image-cpu.json").write_text((REPO / ".frugalrl" / "image-cpu.json").read_text())
     monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(where))
     return where
+
+
+@pytest.fixture
+def registry(tmp_path) -> str:
+    """Debian's container registry (``docker-registry``) on 127.0.0.1, storing under ``tmp_path``."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        pytest.fail("docker-registry is not installed (apt-get install -y docker-registry; .ci/run does)")
+    port = _free_port()
+    config = tmp_path / "registry.yml"
+    config.write_text(yaml.safe_dump({
+        "version": 0.1, "log": {"level": "warn"},
+        "storage": {"filesystem": {"rootdirectory": str(tmp_path / "registry")}},
+        "http": {"addr": f"127.0.0.1:{port}"},
+    }))  # fmt: skip
+    log = (tmp_path / "registry.log").open("w")
+    server = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    tail = (tmp_path / "registry.log").read_text()[-500:]
+                    raise RuntimeError(f"docker-registry did not start: {tail}") from None
+                time.sleep(0.5)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()

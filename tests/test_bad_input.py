@@ -601,12 +601,46 @@ PROFILES: dict[str, str | bytes] = {
         "name: p\nstages:\n  train:\n    config: configs/cartpole-ppo.yaml\n    model_name: m\n"
         "    overrides: [ppo.learnig_rate=1]\n"
     ),
-    "profile gpu count zero": "name: p\nresources:\n  gpu_count: 0\nstages: {}\n",
+    "profile gpu count zero": (
+        "name: p\nresources:\n  gpu: {gpu_count: 0, cpu_request: '4', cpu_limit: '8', memory_request: 16G,\n"
+        "        memory_limit: 32G, timeout_s: 3600}\nstages: {}\n"
+    ),
+    "profile old gpu flag": "name: p\ngpu: true\nstages: {}\n",
     "profile binary": b"\xff\xfe\x00n",
 }
+PROFILE_SAYS = {"profile gpu count zero": "resources.gpu.gpu_count = 0", "profile old gpu flag": "gpu: unknown key"}
 for what, text in PROFILES.items():
     argv = lambda d: ["pipeline", "compile", "-o", str(d / "p.yaml"), "--profile", str(d / "profile.yaml")]  # noqa: E731
-    CASES.append(Case(f"pipeline compile: {what}", argv, _write("profile.yaml", text)))
+    CASES.append(Case(f"pipeline compile: {what}", argv, _write("profile.yaml", text), PROFILE_SAYS.get(what, "")))
+
+
+# A compiled pipeline is for a cluster: what it could not run there is refused in one line, before -o is written.
+CLUSTER_CASES = [
+    Case(
+        "pipeline compile: an image not pinned by registry and digest",
+        lambda d: [
+            "pipeline",
+            "compile",
+            "--profile",
+            "full",
+            "-o",
+            str(d / "X.yaml"),
+            "--image",
+            "frugalrl:0.1.0-cpu",
+        ],
+        says="not pinned",
+    ),
+    Case(
+        "pipeline compile: a GPU pool for a config on the CPU",
+        lambda d: ["pipeline", "compile", "--profile", str(d / "profile.yaml"), "-o", str(d / "X.yaml")],
+        _profile(
+            "name: p\nstages:\n  train:\n    config: configs/cartpole-ppo.yaml\n    model_name: m\n"
+            "    overrides: [tracking.enabled=true]\n    pool: gpu\n"
+        ),
+        says="asks for a GPU (pool: gpu) but configs/cartpole-ppo.yaml runs on device cpu",
+    ),
+]
+CASES += CLUSTER_CASES
 
 
 # ------------------------------------------------------------------ the check
@@ -626,8 +660,8 @@ def test_there_are_at_least_150_cases():
     assert len({c.name for c in CASES}) == len(CASES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_bad_input_is_one_clear_line_and_changes_nothing(case, tmp_path, capsys, monkeypatch):
+def _refused(case: Case, tmp_path: Path, capsys, monkeypatch) -> list[str]:
+    """Run ``case``; check it exits 2 with at most 3 lines, no traceback, nothing changed; its error lines."""
     work = tmp_path / "case"
     work.mkdir()
     case.setup(work)
@@ -646,3 +680,15 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, tmp_path, capsys,
     assert case.says in captured.err, captured.err
     assert _tree(work) == before and _tree(cwd) == before_cwd  # nothing created, changed or removed
     assert os.getcwd() == str(cwd)
+    return lines
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_is_one_clear_line_and_changes_nothing(case, tmp_path, capsys, monkeypatch):
+    _refused(case, tmp_path, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("case", CLUSTER_CASES, ids=[c.name for c in CLUSTER_CASES])
+def test_what_a_cluster_could_not_run_is_refused_in_exactly_one_line(case, tmp_path, capsys, monkeypatch):
+    assert len(_refused(case, tmp_path, capsys, monkeypatch)) == 1
+    assert not (tmp_path / "case" / "X.yaml").exists()  # the -o path: never written

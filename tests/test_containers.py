@@ -10,9 +10,6 @@ starts dockerd, and builds the image) they fail instead. The image is the ``step
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import time
 import urllib.request
 
 import pytest
@@ -26,39 +23,6 @@ from .conftest import IN_CI, REPO, _free_port
 if not IN_CI and not daemon_available():  # one line for the whole module (in CI: fail instead)
     pytest.skip("no Docker daemon answers (start dockerd; .ci/run does): the container tests need one",
                 allow_module_level=True)  # fmt: skip
-
-
-@pytest.fixture
-def registry(tmp_path) -> str:
-    """Debian's container registry (``docker-registry``) on 127.0.0.1, storing under ``tmp_path``."""
-    binary = shutil.which("docker-registry")
-    if binary is None:
-        pytest.fail("docker-registry is not installed (apt-get install -y docker-registry; .ci/run does)")
-    port = _free_port()
-    config = tmp_path / "registry.yml"
-    config.write_text(yaml.safe_dump({
-        "version": 0.1, "log": {"level": "warn"},
-        "storage": {"filesystem": {"rootdirectory": str(tmp_path / "registry")}},
-        "http": {"addr": f"127.0.0.1:{port}"},
-    }))  # fmt: skip
-    log = (tmp_path / "registry.log").open("w")
-    server = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.time() > deadline:
-                    tail = (tmp_path / "registry.log").read_text()[-500:]
-                    raise RuntimeError(f"docker-registry did not start: {tail}") from None
-                time.sleep(0.5)
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 def _docker_run(image: str, *command: str) -> str:

@@ -21,7 +21,7 @@ from frugalrl.credentials import ENV_PREFIX, REDACTED, redact_data, redact_text,
 from frugalrl.errors import ConfigError
 from frugalrl.tracking import git_dirty
 
-from .conftest import IN_CI, REPO, needs_postgres, tiny_config
+from .conftest import CPU_IMAGE, IN_CI, REPO, needs_postgres, tiny_config
 
 SECRET = "s3cretpw"
 STORAGE = f"postgresql://postgres:{SECRET}@127.0.0.1:5432/test"  # trust auth here: any password connects
@@ -149,9 +149,11 @@ def _tuned_profile(tmp_path: Path, study_overrides: list[str]) -> Path:
 
 def test_a_compiled_pipeline_holds_no_credential(tmp_path):
     profile = _tuned_profile(tmp_path, [f"tuning.storage={STORAGE}"])
-    main(["pipeline", "compile", "--profile", str(profile), "-o", str(tmp_path / "out" / "p.yaml")])
+    main(
+        ["pipeline", "compile", "--profile", str(profile), "-o", str(tmp_path / "out" / "p.yaml"), "--image", CPU_IMAGE]
+    )
     compiled = (tmp_path / "out" / "p.yaml").read_text()
-    assert SECRET not in compiled and shown(STORAGE) in compiled
+    assert SECRET not in compiled and shown(STORAGE) in compiled and CPU_IMAGE in compiled
 
 
 @pytest.mark.slow  # a minute: a tuned production DAG (tune, train, evaluate, register) at a tiny budget

@@ -1,5 +1,6 @@
 """The step image's logic that needs no Docker daemon: the build context, pinning an image into a
-pipeline's steps, what compile says of it, and the one line when no daemon answers."""
+pipeline's steps (a cluster's image: a registry and a digest), what compile says of it, and the one line
+when no daemon answers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import yaml
 
 from frugalrl.cli import main
 from frugalrl.ops.image_context import context_files, write_context
-from frugalrl.ops.images import ImageRecord, digest_of, save_record
+from frugalrl.ops.images import ImageError, ImageRecord, digest_of, is_pinned, save_record
 
 from .conftest import REPO
 
@@ -61,24 +62,84 @@ def test_what_a_run_records_as_its_image_digest():
     assert pushed.reference == pushed.pinned == f"127.0.0.1:5000/frugalrl@{DIGEST}"
 
 
-def test_compile_says_which_image_it_pinned(tmp_path, monkeypatch, capsys):
+def _compile(out, *args: str) -> None:
+    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "-o", str(out), *args])
+
+
+def test_compile_refuses_an_image_a_cluster_cannot_pull_by_digest(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(tmp_path / "records"))
     out = tmp_path / "p.yaml"
-    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "-o", str(out)])
-    assert "not pinned (no cpu image built here" in capsys.readouterr().out
-    images = {e["container"]["image"] for e in yaml.safe_load(out.read_text())["deploymentSpec"]["executors"].values()}
-    assert images == {"frugalrl:0.1.0-cpu"}  # the components' default, as before any build
+    with pytest.raises(SystemExit) as exited:  # nothing built or pushed here
+        _compile(out)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1
+    assert "no cpu image to name" in err and "frugalrl image push --registry HOST:PORT" in err
+    assert not out.exists()
 
     save_record(REPO, _record())  # FRUGALRL_IMAGE_RECORDS: written under tmp_path, not the checkout
     assert json.loads((tmp_path / "records" / "image-cpu.json").read_text())["tag"] == "frugalrl:0.1.0-abc"
-    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "-o", str(out)])
+    with pytest.raises(SystemExit) as exited:  # built, not pushed: a tag no registry holds
+        _compile(out)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1
+    assert (
+        "cpu image frugalrl:0.1.0-abc (from the last cpu build (frugalrl:0.1.0-abc), not pushed) is not pinned" in err
+    )
+    assert "--allow-unpinned" in err and not out.exists()
+
+
+def test_compile_pins_the_pushed_build_by_digest(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(tmp_path / "records"))
+    pushed = _record(repository="127.0.0.1:5000/frugalrl", digest=DIGEST)
+    save_record(REPO, pushed)
+    out = tmp_path / "p.yaml"
+    _compile(out)
+    said = capsys.readouterr().out
+    assert f"image: {pushed.pinned} (from the last cpu build (frugalrl:0.1.0-abc))" in said
+    assert "not pinned" not in said
+    ir = next(yaml.safe_load_all(out.read_text()))
+    executors = ir["deploymentSpec"]["executors"].values()
+    assert {e["container"]["image"] for e in executors} == {pushed.pinned}
+    assert all({"name": "FRUGALRL_IMAGE_DIGEST", "value": DIGEST} in e["container"]["env"] for e in executors)
+    assert "NOT PINNED" not in ir["pipelineInfo"].get("description", "")
+
+
+def test_an_unpinned_image_passes_only_when_allowed_and_the_pipeline_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(tmp_path / "records"))
+    save_record(REPO, _record())
+    out = tmp_path / "p.yaml"
+    _compile(out, "--allow-unpinned")
     said = capsys.readouterr().out
     assert "image: frugalrl:0.1.0-abc (from the last cpu build (frugalrl:0.1.0-abc), not pushed)" in said
-    assert "not a digest: push it" in said
-    executors = yaml.safe_load(out.read_text())["deploymentSpec"]["executors"].values()
+    assert "not pinned (--allow-unpinned; for a dev cluster only): frugalrl:0.1.0-abc" in said
+    ir = next(yaml.safe_load_all(out.read_text()))
+    assert ir["pipelineInfo"]["description"].endswith("[NOT PINNED, dev clusters only: frugalrl:0.1.0-abc]")
+    executors = ir["deploymentSpec"]["executors"].values()
     assert {e["container"]["image"] for e in executors} == {"frugalrl:0.1.0-abc"}
-    assert all({"name": "FRUGALRL_IMAGE_DIGEST", "value": "sha256:" + "1" * 64} in e["container"]["env"]
-               for e in executors)  # fmt: skip
+    assert all(
+        {"name": "FRUGALRL_IMAGE_DIGEST", "value": "sha256:" + "1" * 64} in e["container"]["env"] for e in executors
+    )  # fmt: skip  (a local build: its image ID)
+    from pipelines.training import pipeline_for
+
+    assert "NOT PINNED" not in pipeline_for("plain").pipeline_spec.pipeline_info.description  # restored after
+
+
+@pytest.mark.parametrize(
+    ("reference", "pinned"),
+    [
+        (f"registry.example.com/frugalrl@{DIGEST}", True),
+        (f"127.0.0.1:5000/frugalrl@{DIGEST}", True),
+        (f"localhost/frugalrl@{DIGEST}", True),
+        (f"registry.example.com/team/frugalrl:0.1.0@{DIGEST}", True),  # a tag beside the digest: the digest decides
+        (f"frugalrl@{DIGEST}", False),  # no registry: whatever the node defaults to
+        (f"team/frugalrl@{DIGEST}", False),  # a namespace, not a host
+        ("registry.example.com/frugalrl:0.1.0-cpu", False),  # a tag can be pushed over
+        ("frugalrl:0.1.0-cpu", False),
+        ("registry.example.com/frugalrl@sha256:abc", False),  # not a whole digest
+    ],
+)
+def test_pinned_means_a_registry_and_a_digest(reference, pinned):
+    assert is_pinned(reference) is pinned
 
 
 def test_pinning_names_the_image_in_every_step_and_leaves_the_pipeline_as_it_was():
@@ -94,13 +155,36 @@ def test_pinning_names_the_image_in_every_step_and_leaves_the_pipeline_as_it_was
 
 
 def test_pinning_names_the_image_of_the_pytorchjob_workers_too(tmp_path):
+    """GPU steps and the distributed job's workers run the CUDA image; every other step the CPU one."""
     from pipelines.local import compile_pipeline
 
-    reference = f"127.0.0.1:5000/frugalrl@{DIGEST}"
-    out = compile_pipeline(tmp_path / "full.yaml", profile="full", image=reference)
-    ir = next(yaml.safe_load_all(out.read_text()))
-    assert ir["root"]["inputDefinitions"]["parameters"]["training_image"]["defaultValue"] == reference
-    assert {e["container"]["image"] for e in ir["deploymentSpec"]["executors"].values()} == {reference}
+    reference, cuda = f"127.0.0.1:5000/frugalrl@{DIGEST}", f"127.0.0.1:5000/frugalrl-cuda@sha256:{'e' * 64}"
+    lines = compile_pipeline(tmp_path / "full.yaml", profile="full", image=reference, cuda_image=cuda)
+    assert lines[0] == f"image: {reference} (from --image)" and len(lines) == 2
+    assert lines[1].startswith(f"GPU steps' image: {cuda} (from --")  # the option that named it
+    ir = next(yaml.safe_load_all((tmp_path / "full.yaml").read_text()))
+    assert ir["root"]["inputDefinitions"]["parameters"]["training_image"]["defaultValue"] == cuda
+    executors = ir["deploymentSpec"]["executors"]
+    on_gpu = {name for name, e in executors.items() if "accelerator" in e["container"]["resources"]}
+    assert on_gpu == {"exec-pretrain-2", "exec-train-2"}  # the Breakout encoder and curriculum training
+    assert {name: e["container"]["image"] for name, e in executors.items()} == {
+        name: cuda if name in on_gpu else reference for name in executors
+    }
+    for name in on_gpu:  # the run records the image it ran in
+        assert {"name": "FRUGALRL_IMAGE_DIGEST", "value": "sha256:" + "e" * 64} in executors[name]["container"]["env"]
+
+
+def test_a_gpu_profile_without_a_cuda_image_is_refused(tmp_path, monkeypatch):
+    from pipelines.local import compile_pipeline
+
+    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(tmp_path / "records"))  # no cuda build recorded
+    with pytest.raises(ImageError, match="no cuda image to name: .* or pass --cuda-image HOST/frugalrl@sha256:"):
+        compile_pipeline(tmp_path / "full.yaml", profile="full", image=f"127.0.0.1:5000/frugalrl@{DIGEST}")
+    assert not (tmp_path / "full.yaml").exists()
+    with pytest.raises(ImageError, match="cuda image frugalrl:0.1.0-cuda \\(from --(cuda-)?image\\) is not pinned"):
+        compile_pipeline(tmp_path / "full.yaml", profile="full", image=f"127.0.0.1:5000/frugalrl@{DIGEST}",
+                         cuda_image="frugalrl:0.1.0-cuda")  # fmt: skip
+    assert not (tmp_path / "full.yaml").exists()
 
 
 def test_a_build_that_reaches_no_registry_names_the_local_base():

@@ -39,11 +39,20 @@ def test_the_kubectl_of_the_wheel_is_the_one_used():
 def test_kubectl_kustomize_renders_the_overlays_with_their_patches(overlay):
     docs = _kustomize(f"infra/overlays/{overlay}")
     assert len(docs) >= 10 and all(d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "frugalrl" for d in docs)
-    tracking = _find(docs, "ConfigMap", "frugalrl-tracking-")  # generated, with Kustomize's content-hash suffix
-    assert len(tracking["metadata"]["name"]) == len("frugalrl-tracking-") + 10
+    server = _find(docs, "ConfigMap", "mlflow-server-")  # the server's settings: generated, with a hash suffix
+    assert len(server["metadata"]["name"]) == len("mlflow-server-") + 10
     mlflow = _find(docs, "Deployment", "mlflow")
-    assert any(ref.get("configMapRef", {}).get("name") == tracking["metadata"]["name"]
+    assert any(ref.get("configMapRef", {}).get("name") == server["metadata"]["name"]
                for c in mlflow["spec"]["template"]["spec"]["containers"] for ref in c.get("envFrom", []))  # fmt: skip
+    # MLflow 3 answers only Host headers it allows: the steps' service name must be one of them
+    assert "mlflow.frugalrl.svc.cluster.local:5000" in mlflow["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    # the steps' Secret: in the pipeline namespace, under the exact name a compiled pipeline names (no hash)
+    tracking = _find(docs, "Secret", "frugalrl-tracking")
+    assert tracking["metadata"] == {**tracking["metadata"], "name": "frugalrl-tracking", "namespace": "kubeflow"}
+    assert tracking["stringData"]["MLFLOW_TRACKING_URI"] == "http://mlflow.frugalrl.svc.cluster.local:5000"
+    from frugalrl.ops.profiles import ClusterSettings
+
+    assert ClusterSettings().tracking_secret_name == tracking["metadata"]["name"]
     assert mlflow["spec"]["replicas"] == (2 if overlay == "prod" else 1)
     postgres = _find(docs, "StatefulSet", "postgres")
     storage = postgres["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]

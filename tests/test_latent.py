@@ -24,7 +24,7 @@ from frugalrl.latent.train import warn_batch_ratio
 from frugalrl.latent.world_model import LatentWorldModel
 from frugalrl.pretraining.latent import LATENT
 
-from .conftest import REPO
+from .conftest import CPU_IMAGE, REPO
 
 
 def breakout(**latent) -> object:
@@ -410,8 +410,11 @@ def test_pipeline_gains_the_encoder_branch_only_with_latent(tmp_path):
     import yaml
 
     out = tmp_path / "latent.yaml"
-    cli_main(["pipeline", "compile", "-o", str(out), "--config", str(REPO / "configs/breakout-latent.yaml")])
-    ir = yaml.safe_load(out.read_text())
+    config = str(REPO / "configs/breakout-latent.yaml")
+    cli_main(["pipeline", "compile", "-o", str(out), "--config", config, "--image", CPU_IMAGE])
+    ir = next(yaml.safe_load_all(out.read_text()))  # the IR; the cluster's platform spec follows
+    images = {e["container"]["image"] for e in ir["deploymentSpec"]["executors"].values()}
+    assert images == {CPU_IMAGE}  # every step, the encoder branch's included
     tasks = ir["root"]["dag"]["tasks"]
     assert set(tasks) == {"collect-rollouts", "pretrain", "train", "evaluate-and-register"}
     assert tasks["train"]["dependentTasks"] == ["pretrain"] and tasks["train"]["taskInfo"]["name"].startswith("curric")

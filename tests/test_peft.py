@@ -25,7 +25,7 @@ from frugalrl.peft.methods import adapt, merged, method_names, trainable_state
 from frugalrl.peft.store import apply_adapter, save_adapter
 from frugalrl.policy_store import load_policy_file, save_policy
 
-from .conftest import REPO
+from .conftest import CPU_IMAGE, REPO
 
 ACTION = gym.spaces.Box(-3.0, 3.0, (2,), np.float32)
 
@@ -282,8 +282,10 @@ def test_configs_validate():
 
 def test_peft_config_compiles_to_the_peft_pipeline(tmp_path):
     output = tmp_path / "pipeline.yaml"
-    cli_main(["pipeline", "compile", "--config", str(REPO / "configs" / "peft-quick.yaml"), "-o", str(output)])
-    ir = yaml.safe_load(output.read_text())
+    config = str(REPO / "configs" / "peft-quick.yaml")
+    cli_main(["pipeline", "compile", "--config", config, "-o", str(output), "--image", CPU_IMAGE])
+    ir = next(yaml.safe_load_all(output.read_text()))  # the IR; the cluster's platform spec follows
+    assert {e["container"]["image"] for e in ir["deploymentSpec"]["executors"].values()} == {CPU_IMAGE}
     assert ir["pipelineInfo"]["name"] == "frugalrl-peft"
     tasks = ir["root"]["dag"]["tasks"]
     assert tasks["peft-compare"]["dependentTasks"] == ["train"]

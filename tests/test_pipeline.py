@@ -16,8 +16,10 @@ from .conftest import REPO
 
 def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
     output = tmp_path / "pipeline.yaml"
-    main(["pipeline", "compile", "-o", str(output)])
-    ir = yaml.safe_load(output.read_text())
+    image = "registry.example.com/frugalrl@sha256:" + "a" * 64
+    main(["pipeline", "compile", "-o", str(output), "--image", image])
+    assert f"image: {image} (from --image)" in capsys.readouterr().out
+    ir, platform = yaml.safe_load_all(output.read_text())  # the graph, and its Kubernetes placement
     assert ir["pipelineInfo"]["name"] == "frugalrl-train"
     tasks = ir["root"]["dag"]["tasks"]
     assert set(tasks) == {"train", "evaluate-and-register"}
@@ -27,6 +29,19 @@ def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
     train_outputs = ir["components"]["comp-train"]["outputDefinitions"]["artifacts"]
     assert train_outputs["model"]["artifactType"]["schemaTitle"] == "system.Model"
     assert train_outputs["metrics"]["artifactType"]["schemaTitle"] == "system.Metrics"
+    # a training pipeline's config is a run-time parameter: every step on the CPU pool, tracking from the Secret
+    executors = ir["deploymentSpec"]["executors"]
+    placed = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    assert set(placed) == set(executors) == {"exec-train", "exec-evaluate", "exec-register"}
+    for name, executor in executors.items():
+        resources = executor["container"]["resources"]
+        assert "accelerator" not in resources and resources["resourceCpuRequest"] and resources["resourceMemoryLimit"]
+        assert executor["container"]["image"] == image
+        assert int(placed[name]["activeDeadlineSeconds"]) >= 3600
+        required = [e for e in placed[name]["secretAsEnv"] if not e["optional"]]
+        assert [(e["secretName"], [k["envVar"] for k in e["keyToEnv"]]) for e in required] == [
+            ("frugalrl-tracking", ["MLFLOW_TRACKING_URI"])
+        ], name
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from frugalrl.cli import main
 from frugalrl.pivot import initial_evaluator, load_evaluator, load_evaluator_uri
 from frugalrl.pivot.pretrain import collect_dataset, pretrain_evaluator, pretrain_from_dataset
 
-from .conftest import REPO, tiny_config
+from .conftest import CPU_IMAGE, REPO, tiny_config
 
 
 def _pivot_config(**extra):
@@ -142,10 +142,11 @@ def test_missing_registered_evaluator_is_a_clear_error():
 
 def test_pipeline_gains_the_evaluator_branch_only_with_pivot(tmp_path):
     plain, pivot = tmp_path / "plain.yaml", tmp_path / "pivot.yaml"
-    main(["pipeline", "compile", "-o", str(plain), "--config", str(REPO / "configs/cartpole-ppo.yaml")])
-    main(["pipeline", "compile", "-o", str(pivot), "--config", str(REPO / "configs/cartpole-pivot.yaml")])
-    plain_tasks = yaml.safe_load(plain.read_text())["root"]["dag"]["tasks"]
-    pivot_ir = yaml.safe_load(pivot.read_text())
+    for output, config in ((plain, "configs/cartpole-ppo.yaml"), (pivot, "configs/cartpole-pivot.yaml")):
+        main(["pipeline", "compile", "-o", str(output), "--config", str(REPO / config), "--image", CPU_IMAGE])
+    # the IR is the first document; the cluster's platform spec follows
+    plain_tasks = next(yaml.safe_load_all(plain.read_text()))["root"]["dag"]["tasks"]
+    pivot_ir = next(yaml.safe_load_all(pivot.read_text()))
     pivot_tasks = pivot_ir["root"]["dag"]["tasks"]
     assert set(plain_tasks) == {"train", "evaluate-and-register"}
     assert set(pivot_tasks) == {"collect-rollouts", "pretrain", "train", "evaluate-and-register"}
@@ -153,6 +154,7 @@ def test_pipeline_gains_the_evaluator_branch_only_with_pivot(tmp_path):
     assert pivot_tasks["pretrain"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "pivot"
     dataset = pivot_ir["components"]["comp-pretrain"]["inputDefinitions"]["artifacts"]["dataset"]
     assert dataset["artifactType"]["schemaTitle"] == "system.Dataset"
+    assert {e["container"]["image"] for e in pivot_ir["deploymentSpec"]["executors"].values()} == {CPU_IMAGE}
 
 
 @pytest.mark.slow

@@ -80,7 +80,7 @@ def test_the_docs_stage_gets_its_pipeline_and_replaces_pivot_where_both_apply(pi
     assert pipeline_kind(tiny_config(selection={"kind": "pivot"})) == "pivot"  # CartPole: the built-in stage
     out = tmp_path / "pipeline.yaml"
     compiler.Compiler().compile(pipeline_for("pivot_transfer"), str(out))
-    ir = yaml.safe_load(out.read_text())
+    ir = next(yaml.safe_load_all(out.read_text()))  # the IR; the cluster's platform spec follows
     assert ir["pipelineInfo"]["name"] == "frugalrl-train-pivot-transfer"  # KFP's spelling
     tasks = ir["root"]["dag"]["tasks"]
     assert set(tasks) == {"collect-rollouts", "pretrain", "train", "evaluate-and-register"}

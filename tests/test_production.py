@@ -10,12 +10,16 @@ import yaml
 from frugalrl.cli import main
 from frugalrl.errors import ConfigError
 
-GPU_STAGES = {"pretrain", "tune-worker", "train", "peft-compare"}  # every pretraining stage runs as `pretrain`
+CPU_IMAGE = "registry.example.com/frugalrl@sha256:" + "c" * 64  # pinned fakes: a registry host and a digest
+CUDA_IMAGE = "registry.example.com/frugalrl-cuda@sha256:" + "d" * 64
+IMAGES = ("--image", CPU_IMAGE, "--cuda-image", CUDA_IMAGE)
+LIGHT = {"evaluate", "register", "report", "tune-best", "train-distributed"}  # the light class of step
+TUNE = {"tune-worker", "tune-best"}  # the steps that open the shared Optuna study
 
 
-def _compile(tmp_path, *args: str) -> tuple[dict, dict]:
+def _compile(tmp_path, *args: str, images: tuple[str, ...] = IMAGES) -> tuple[dict, dict]:
     output = tmp_path / "pipeline.yaml"
-    main(["pipeline", "compile", *args, "-o", str(output)])
+    main(["pipeline", "compile", *args, *images, "-o", str(output)])
     docs = list(yaml.safe_load_all(output.read_text()))
     return docs[0], (docs[1] if len(docs) > 1 else {})
 
@@ -25,25 +29,165 @@ def _component(executor: str) -> str:
     return name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
 
 
-def test_full_profile_puts_every_gpu_stage_on_the_gpu_pool(tmp_path):
+def _executor(ir: dict, task: str) -> str:
+    """The executor a root task of the DAG runs."""
+    return ir["components"][ir["root"]["dag"]["tasks"][task]["componentRef"]["name"]]["executorLabel"]
+
+
+def _placed(platform: dict) -> dict:
+    return platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+
+
+def _secret_env(placed: dict) -> dict[str, tuple[str, bool]]:
+    """Environment variable -> (the Secret it comes from, optional) for one executor's platform spec."""
+    return {
+        key["envVar"]: (entry["secretName"], entry["optional"])
+        for entry in placed.get("secretAsEnv", [])
+        for key in entry["keyToEnv"]
+    }
+
+
+def test_full_profile_puts_only_the_gpu_stages_on_the_gpu_pool(tmp_path):
+    """full: the Breakout encoder's pretraining and the curriculum training (``device=auto`` on pixels) ask
+    for a GPU; the LunarLander evaluator, tuning, training and the MuJoCo PEFT branch run on the CPU pool."""
     ir, platform = _compile(tmp_path, "--profile", "full")
-    executors = ir["deploymentSpec"]["executors"]
-    placed = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
-    gpu = [e for e in executors if _component(e) in GPU_STAGES]
-    assert {_component(e) for e in gpu} == GPU_STAGES
+    executors, placed = ir["deploymentSpec"]["executors"], _placed(platform)
+    tasks = ir["root"]["dag"]["tasks"]
+    assert tasks["pretrain-2"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "latent"
+    assert tasks["train-2"]["taskInfo"]["name"] == "curriculum training"
+    gpu = {_executor(ir, "pretrain-2"), _executor(ir, "train-2")}
+    asking = {name for name, e in executors.items() if "accelerator" in e["container"].get("resources", {})}
+    assert asking == gpu
     for executor in gpu:
         resources = executors[executor]["container"]["resources"]
         assert resources["accelerator"]["resourceType"] == "nvidia.com/gpu", executor
-        assert int(resources["accelerator"]["resourceCount"]) >= 1
-        assert resources["resourceCpuRequest"] and resources["resourceMemoryLimit"]
-        # inside the ParallelFor the parameter arrives as pipelinechannel--<name>
+        assert int(resources["accelerator"]["resourceCount"]) == 1
+        assert (resources["resourceCpuRequest"], resources["resourceMemoryLimit"]) == ("4", "32G")
+        # the pool comes from pipeline parameters a run can override
         selector = placed[executor]["nodeSelector"]["nodeSelectorJson"]["componentInputParameter"]
         toleration = placed[executor]["tolerations"][0]["tolerationJson"]["componentInputParameter"]
-        assert selector.endswith("gpu_node_selector") and toleration.endswith("gpu_toleration")
-    for executor in set(executors) - set(gpu):  # evaluation, registration, collection: no GPU
-        assert "accelerator" not in executors[executor]["container"].get("resources", {}), executor
+        assert (selector, toleration) == ("gpu_node_selector", "gpu_toleration")
+    for executor in set(executors) - gpu:  # evaluation, registration, collection, CPU training: not on the GPU pool
+        assert "nodeSelector" not in placed[executor] and "tolerations" not in placed[executor], executor
+    for cpu_stage in ("pretrain", "train", "train-3", "peft-compare"):  # LunarLander evaluator and policy, PEFT
+        assert _executor(ir, cpu_stage) not in gpu, cpu_stage
     params = ir["root"]["inputDefinitions"]["parameters"]
-    assert {"gpu_node_selector", "gpu_toleration", "eval_episodes", "eval_seed"} <= set(params)
+    assert {"gpu_node_selector", "gpu_toleration", "eval_episodes", "eval_seed", "seed"} <= set(params)
+    assert params["seed"]["defaultValue"] == 0  # each config's own seed unless a run passes another
+    assert tasks["train"]["inputs"]["parameters"]["seed"]["componentInputParameter"] == "seed"
+
+
+def _class_of(executor: str, gpu: set[str]) -> str:
+    if executor in gpu:
+        return "gpu"
+    return "light" if _component(executor) in LIGHT else "cpu"
+
+
+@pytest.mark.parametrize(
+    ("profile", "images", "gpu_tasks"),
+    [
+        ("full", IMAGES, {"pretrain-2", "train-2"}),  # the Breakout encoder and curriculum training
+        ("quick", ("--image", CPU_IMAGE), set()),  # every config on the CPU: no --cuda-image needed
+    ],
+)
+def test_a_compiled_profile_is_ready_for_a_cluster(tmp_path, capsys, profile, images, gpu_tasks):
+    """The issue's acceptance: tracking from a Secret, GPUs only where a stage's config runs on one, requests,
+    limits and a deadline on every step, and every image pinned by registry and digest."""
+    from pipelines.production import load_profile
+
+    from frugalrl.ops.images import is_pinned
+
+    loaded = load_profile(profile)
+    ir, platform = _compile(tmp_path, "--profile", profile, images=images)
+    said = capsys.readouterr().out
+    assert f"image: {CPU_IMAGE} (from --image)" in said and "not pinned" not in said
+    executors, placed = ir["deploymentSpec"]["executors"], _placed(platform)
+    assert set(placed) == set(executors)  # every step has its Kubernetes placement
+    gpu = {_executor(ir, task) for task in gpu_tasks}
+    # the stages whose config runs on a GPU (device cuda, or auto on pixels) are the ones that ask for it
+    assert loaded.gpu_stages() == ([loaded.latent] if gpu_tasks else [])
+    assert [loaded.stage_config(s).device for s in loaded.gpu_stages()] == (["auto"] if gpu_tasks else [])
+    assert {"gpu_node_selector", "gpu_toleration"} <= set(ir["root"]["inputDefinitions"]["parameters"])
+    for name, executor in executors.items():
+        container, spec = executor["container"], placed[name]
+        secrets = _secret_env(spec)
+        assert secrets["MLFLOW_TRACKING_URI"] == ("frugalrl-tracking", False), name  # required, never inlined
+        assert secrets["MLFLOW_TRACKING_TOKEN"] == ("frugalrl-tracking", True), name  # credentials when present
+        assert not any(e["name"] == "MLFLOW_TRACKING_URI" for e in container.get("env", [])), name
+        assert {"name": "FRUGALRL_TRACKING_SECRET", "value": "frugalrl-tracking"} in container["env"], name
+        if _component(name) in TUNE:
+            assert secrets["OPTUNA_STORAGE"] == ("frugalrl-tracking", False), name
+        else:
+            assert "OPTUNA_STORAGE" not in secrets, name
+        resources = container["resources"]
+        assert ("accelerator" in resources) == (name in gpu), name
+        stage_class = getattr(loaded.resources, _class_of(name, gpu))
+        assert (resources["resourceCpuRequest"], resources["resourceCpuLimit"]) == (
+            stage_class.cpu_request, stage_class.cpu_limit), name  # fmt: skip
+        assert (resources["resourceMemoryRequest"], resources["resourceMemoryLimit"]) == (
+            stage_class.memory_request, stage_class.memory_limit), name  # fmt: skip
+        assert int(spec["activeDeadlineSeconds"]) == stage_class.timeout_s, name
+        assert is_pinned(container["image"]), name
+        assert container["image"] == (CUDA_IMAGE if name in gpu else CPU_IMAGE), name
+        digest = container["image"].split("@", 1)[1]
+        assert {"name": "FRUGALRL_IMAGE_DIGEST", "value": digest} in container["env"], name
+        assert "imagePullSecret" not in spec, name  # no pull secret named: none asked for
+    training_image = ir["root"]["inputDefinitions"]["parameters"]["training_image"]["defaultValue"]
+    assert is_pinned(training_image) and training_image == (CUDA_IMAGE if gpu else CPU_IMAGE)
+    assert "NOT PINNED" not in ir["pipelineInfo"].get("description", "")
+    if profile == "full":  # every class of step is there, each with its own budget
+        assert {_class_of(name, gpu) for name in executors} == {"light", "cpu", "gpu"}
+        assert {_component(name) for name in executors if _component(name) in TUNE} == TUNE
+
+
+def test_a_gpu_pool_on_a_cpu_config_is_refused_before_anything_is_written(tmp_path, capsys):
+    custom = tmp_path / "held.yaml"
+    custom.write_text(yaml.safe_dump({"name": "held", "stages": {"train": {
+        "config": "configs/cartpole-ppo.yaml", "model_name": "cartpole-policy", "pool": "gpu"}}}))  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        _compile(tmp_path, "--profile", str(custom))
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "stage train asks for a GPU (pool: gpu) but configs/cartpole-ppo.yaml runs on device cpu" in err
+    assert err.count("\n") == 1 and not (tmp_path / "pipeline.yaml").exists()
+    custom.write_text(
+        yaml.safe_dump(
+            {
+                "name": "held",
+                "stages": {
+                    "train": {
+                        "config": "configs/cartpole-ppo.yaml",
+                        "model_name": "cartpole-policy",
+                        "pool": "gpu",
+                        "overrides": ["device=auto"],
+                    }
+                },
+            }
+        )
+    )  # fmt: skip  (the fix the line names)
+    ir, _ = _compile(tmp_path, "--profile", str(custom))
+    assert "accelerator" in ir["deploymentSpec"]["executors"][_executor(ir, "train")]["container"]["resources"]
+
+
+def test_a_profile_names_the_cluster_secrets_every_step_reads(tmp_path):
+    custom = tmp_path / "private.yaml"
+    custom.write_text(yaml.safe_dump({
+        "name": "private",
+        "cluster": {"image_pull_secret_name": "regcred", "tracking_secret_name": "team-mlflow",
+                    "artifact_secret_name": "minio-keys"},
+        "stages": {"train": {"config": "configs/cartpole-ppo.yaml", "model_name": "cartpole-policy"}},
+    }))  # fmt: skip
+    ir, platform = _compile(tmp_path, "--profile", str(custom))
+    placed = _placed(platform)
+    assert set(placed) == set(ir["deploymentSpec"]["executors"]) == {"exec-train", "exec-evaluate", "exec-register",
+                                                                       "exec-report"}  # fmt: skip
+    for name, spec in placed.items():
+        assert [pull["secretName"] for pull in spec["imagePullSecret"]] == ["regcred"], name
+        secrets = _secret_env(spec)
+        assert secrets["MLFLOW_TRACKING_URI"] == ("team-mlflow", False), name
+        assert secrets["AWS_SECRET_ACCESS_KEY"] == secrets["MLFLOW_S3_ENDPOINT_URL"] == ("minio-keys", False), name
+        env = ir["deploymentSpec"]["executors"][name]["container"]["env"]
+        assert {"name": "FRUGALRL_TRACKING_SECRET", "value": "team-mlflow"} in env, name
 
 
 def test_retries_on_training_and_caching_only_where_inputs_decide(tmp_path):
@@ -120,9 +264,11 @@ def test_a_stage_can_set_its_own_gate_episodes(tmp_path, capsys):
 
 def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_path):
     ir, platform = _compile(tmp_path, "--profile", "quick")
-    executors = ir["deploymentSpec"]["executors"]
-    assert all("accelerator" not in e["container"].get("resources", {}) for e in executors.values())
-    assert not platform or not platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    executors, placed = ir["deploymentSpec"]["executors"], _placed(platform)
+    assert all("accelerator" not in e["container"]["resources"] for e in executors.values())
+    assert not any("nodeSelector" in p or "tolerations" in p for p in placed.values())
+    # within the 2 cores it was written for
+    assert max(float(e["container"]["resources"]["cpuLimit"]) for e in executors.values()) <= 2
     custom = tmp_path / "no-tune.yaml"
     custom.write_text(yaml.safe_dump({"name": "lean", "stages": {"train": {"config": "configs/cartpole-ppo.yaml",
                                       "model_name": "cartpole-policy"}}}))  # fmt: skip
@@ -184,10 +330,10 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
             "peft_source_promotion", "peft_adapted", "peft_comparison", "peft_promotion"} == set(inputs)  # fmt: skip
 
 
-def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):
+def test_multi_worker_training_on_gpu_becomes_a_trainjob_stage(tmp_path):
     custom = tmp_path / "dist.yaml"
-    custom.write_text(yaml.safe_dump({"name": "dist", "gpu": True, "stages": {"train": {
-        "config": "configs/cartpole-ppo.yaml", "overrides": ["distributed.workers=4"],
+    custom.write_text(yaml.safe_dump({"name": "dist", "stages": {"train": {
+        "config": "configs/cartpole-ppo.yaml", "overrides": ["distributed.workers=4", "device=cuda"],
         "model_name": "cartpole-policy"}}}))  # fmt: skip
     ir, _ = _compile(tmp_path, "--profile", str(custom))
     tasks = ir["root"]["dag"]["tasks"]
@@ -195,8 +341,19 @@ def test_multi_worker_training_on_gpu_becomes_a_pytorchjob_stage(tmp_path):
     params = tasks["train-distributed"]["inputs"]["parameters"]
     assert params["node_selector"]["componentInputParameter"] == "gpu_node_selector"
     assert params["namespace"]["componentInputParameter"] == "training_namespace"
+    assert params["image"]["componentInputParameter"] == "training_image"
     producer = tasks["evaluate-and-register"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]["producerTask"]
     assert producer == "train-distributed"
+    # the step only submits and follows the job: it holds no GPU, its workers do (in the CUDA image)
+    submitter = ir["deploymentSpec"]["executors"]["exec-train-distributed"]["container"]
+    assert "accelerator" not in submitter["resources"] and submitter["image"] == CPU_IMAGE
+    assert ir["root"]["inputDefinitions"]["parameters"]["training_image"]["defaultValue"] == CUDA_IMAGE
+    # four workers on the CPU pool are one pod's training: no job
+    custom.write_text(yaml.safe_dump({"name": "dist", "stages": {"train": {
+        "config": "configs/cartpole-ppo.yaml", "overrides": ["distributed.workers=4"],
+        "model_name": "cartpole-policy"}}}))  # fmt: skip
+    ir, _ = _compile(tmp_path, "--profile", str(custom))
+    assert "train" in ir["root"]["dag"]["tasks"] and "train-distributed" not in ir["root"]["dag"]["tasks"]
 
 
 def test_report_markdown_becomes_tables_lists_and_headings():

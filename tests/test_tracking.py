@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from frugalrl.config import flatten
 from frugalrl.errors import TrackingError
 from frugalrl.policy_store import load_policy
-from frugalrl.tracking import check_tracking, promote_if_better, register_model
+from frugalrl.tracking import check_tracking, promote_if_better, register_model, tracking_uri
 from frugalrl.train import train
 
 from .conftest import REPO, tiny_config
@@ -83,6 +83,40 @@ def test_sqlite_store_in_missing_folder_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/no/such/dir/mlflow.db")
     with pytest.raises(TrackingError, match="missing or not writable"):
         check_tracking()
+
+
+def test_a_pod_refuses_a_tracking_store_that_would_vanish_with_it(tmp_path, monkeypatch):
+    """In a KFP step (``KFP_POD_NAME``) a missing or local MLFLOW_TRACKING_URI is one line naming the Secret
+    to create (``FRUGALRL_TRACKING_SECRET``, set by the compiled pipeline); a server's URI is used as given."""
+    monkeypatch.setenv("KFP_POD_NAME", "frugalrl-train-abc-123")
+    monkeypatch.setenv("FRUGALRL_TRACKING_SECRET", "team-mlflow")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    with pytest.raises(TrackingError) as missing:
+        tracking_uri()
+    message = str(missing.value)
+    assert "MLFLOW_TRACKING_URI is not set" in message and "create the Secret team-mlflow" in message
+    assert "\n" not in message
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with pytest.raises(TrackingError, match="a store on the pod's disk, which is lost with the pod; create the Secret "
+                       "team-mlflow"):  # fmt: skip
+        tracking_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow:5000")
+    assert tracking_uri() == "http://mlflow:5000"
+    # without the pipeline's variable the default Secret is named
+    monkeypatch.delenv("FRUGALRL_TRACKING_SECRET")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "./mlruns")
+    with pytest.raises(TrackingError, match="create the Secret frugalrl-tracking"):
+        tracking_uri()
+    # any other pod (a notebook server with a persistent disk) has only the kubelet's address: it may keep a
+    # local store, so KUBERNETES_SERVICE_HOST alone is not a pipeline step
+    monkeypatch.delenv("KFP_POD_NAME")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert tracking_uri() == "./mlruns"
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert tracking_uri() == f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"  # the working directory's
+    # off a cluster the local store is the default, as before
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    assert tracking_uri() == f"sqlite:///{tmp_path.resolve() / 'mlflow.db'}"
 
 
 def test_lineage_names_pretrained_inputs_by_their_mlflow_uri(tmp_path):

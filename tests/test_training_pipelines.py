@@ -17,6 +17,7 @@ from kfp import compiler
 from pipelines.training import build_training_pipeline, peft_pipeline, pipeline_for, training_pipeline
 
 from frugalrl import pretraining
+from frugalrl.ops.profiles import Resources
 
 GOLDEN = Path(__file__).parent / "golden" / "training_pipelines.json"
 KINDS = ("plain", "pivot", "latent", "peft")
@@ -55,8 +56,10 @@ def shape(ir: dict[str, Any]) -> dict[str, Any]:
 
 def compiled_shape(pipeline: Any, where: Path) -> dict[str, Any]:
     compiler.Compiler().compile(pipeline, str(where))
+    # the first document is the graph (the second, the Kubernetes placement, is checked below);
     # a JSON round trip: the golden file's types (tuples, float defaults) compare equal
-    return json.loads(json.dumps(shape(yaml.safe_load(where.read_text()))))
+    ir = next(yaml.safe_load_all(where.read_text()))
+    return json.loads(json.dumps(shape(ir)))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -74,6 +77,29 @@ def test_each_declared_stage_has_its_pipeline_built_once(tmp_path):
     # a fresh build is the same graph as the one handed out
     fresh = compiled_shape(build_training_pipeline(pretraining.stage("pivot")), tmp_path / "fresh.yaml")
     assert fresh == compiled_shape(pipeline_for("pivot"), tmp_path / "named.yaml")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_step_of_a_training_pipeline_is_placed_on_the_cpu_pool(kind, tmp_path):
+    """Its config is a run-time parameter, so no step can know it wants a GPU: collection, pretraining and
+    training take the CPU class, evaluation and registration the light one, all with the tracking Secret."""
+    where = tmp_path / f"{kind}.yaml"
+    compiler.Compiler().compile(pipeline_for(kind), str(where))
+    ir, platform = yaml.safe_load_all(where.read_text())
+    executors = ir["deploymentSpec"]["executors"]
+    placed = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    assert set(placed) == set(executors)
+    default = Resources()
+    for name, executor in executors.items():
+        light = name.removeprefix("exec-").rstrip("-0123456789") in {"evaluate", "register"}
+        expected = default.light if light else default.cpu
+        resources = executor["container"]["resources"]
+        assert "accelerator" not in resources and "nodeSelector" not in placed[name], name
+        assert (resources["resourceCpuRequest"], resources["resourceMemoryLimit"]) == (
+            expected.cpu_request, expected.memory_limit), name  # fmt: skip
+        assert int(placed[name]["activeDeadlineSeconds"]) == expected.timeout_s, name
+        uri = [e for e in placed[name]["secretAsEnv"] if e["keyToEnv"][0]["envVar"] == "MLFLOW_TRACKING_URI"]
+        assert [(e["secretName"], e["optional"]) for e in uri] == [("frugalrl-tracking", False)], name
 
 
 if __name__ == "__main__":  # rewrite the golden file (see the module docstring)

@@ -157,13 +157,18 @@ def test_the_production_dag_passes_the_job_kind_to_the_distributed_stage(tmp_pat
     from pipelines.local import compile_pipeline
 
     profile = tmp_path / "dist.yaml"
-    profile.write_text(yaml.safe_dump({"name": "dist", "gpu": True, "stages": {"train": {
-        "config": "configs/cartpole-ppo.yaml", "overrides": ["distributed.workers=4"],
+    profile.write_text(yaml.safe_dump({"name": "dist", "stages": {"train": {
+        "config": "configs/cartpole-ppo.yaml", "overrides": ["distributed.workers=4", "device=cuda"],
         "model_name": "cartpole-policy"}}}))  # fmt: skip
-    ir = next(yaml.safe_load_all(compile_pipeline(tmp_path / "p.yaml", profile=str(profile)).read_text()))
-    assert ir["root"]["inputDefinitions"]["parameters"]["training_job_kind"]["defaultValue"] == "TrainJob"
+    cpu, cuda = f"r.example.com/frugalrl@sha256:{'a' * 64}", f"r.example.com/frugalrl-cuda@sha256:{'b' * 64}"
+    compile_pipeline(tmp_path / "p.yaml", profile=str(profile), image=cpu, cuda_image=cuda)
+    ir = next(yaml.safe_load_all((tmp_path / "p.yaml").read_text()))
+    params = ir["root"]["inputDefinitions"]["parameters"]
+    assert params["training_job_kind"]["defaultValue"] == "TrainJob"
+    assert params["training_image"]["defaultValue"] == cuda  # the job's GPU workers run the CUDA build
     task = ir["root"]["dag"]["tasks"]["train-distributed"]["inputs"]["parameters"]
     assert task["job_kind"]["componentInputParameter"] == "training_job_kind"
+    assert task["image"]["componentInputParameter"] == "training_image"
 
 
 class _Cluster:

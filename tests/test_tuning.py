@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 
 from frugalrl.config import load_config
 from frugalrl.errors import ConfigError
-from frugalrl.tuning import tune
+from frugalrl.tuning import storage_for, tune
 
 from .conftest import REPO, needs_postgres, tiny_config
 
@@ -185,3 +185,28 @@ def _dists(space):
 def test_hyperband_is_refused_in_one_line():
     with pytest.raises(ConfigError, match="not be reproducible"):
         load_config(CONFIG, ["tuning.pruner=hyperband"])
+
+
+def test_a_pod_without_a_shared_study_is_refused(tmp_path, monkeypatch):
+    """In a pod each worker's sqlite file would be a study of its own, lost with the pod: one line naming
+    the Secret's key to add; a shared storage (environment or config) is used as anywhere else."""
+    config = load_config(CONFIG, FAST)
+    assert config.tuning is not None and not config.tuning.storage
+    monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KFP_POD_NAME", "frugalrl-tune-worker-abc")
+    monkeypatch.setenv("FRUGALRL_TRACKING_SECRET", "team-mlflow")
+    with pytest.raises(ConfigError) as refused:
+        storage_for(config, tmp_path)
+    message = str(refused.value)
+    assert "no OPTUNA_STORAGE and no tuning.storage" in message and "to the Secret team-mlflow" in message
+    assert "\n" not in message and not (tmp_path / "optuna.db").exists()
+    journal = tmp_path / "shared" / "study.log"
+    monkeypatch.setenv("OPTUNA_STORAGE", str(journal))  # a shared storage by environment (a journal: no server)
+    assert isinstance(storage_for(config, tmp_path), optuna.storages.JournalStorage)
+    monkeypatch.delenv("OPTUNA_STORAGE")
+    configured = load_config(CONFIG, [*FAST, f"tuning.storage={journal}"])
+    assert isinstance(storage_for(configured, tmp_path), optuna.storages.JournalStorage)  # or by config
+    monkeypatch.delenv("KFP_POD_NAME")  # off a cluster: a sqlite study beside the run, as before
+    storage_for(config, tmp_path)
+    assert (tmp_path / "optuna.db").is_file()

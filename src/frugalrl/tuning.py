@@ -32,6 +32,7 @@ from frugalrl.credentials import reveal, shown
 from frugalrl.errors import ConfigError, TrainingDiverged
 from frugalrl.rundir import write_json
 from frugalrl.tracking import RunTracker
+from frugalrl.tracking.store import TRACKING_SECRET_ENV, in_cluster
 from frugalrl.tracking.trials import TrialLogger
 from frugalrl.train import train
 from frugalrl.tuning_rounds import NumberedSampler, OrderedMedianPruner, best_trial, counted
@@ -47,7 +48,14 @@ def storage_for(config: ExperimentConfig, out: Path) -> Any:
 
     tuning = config.tuning
     configured = reveal(tuning.storage, "tuning.storage", STORAGE_ENV)  # its password comes by environment
-    url = os.environ.get(STORAGE_ENV) or configured or f"sqlite:///{out / 'optuna.db'}"
+    url = os.environ.get(STORAGE_ENV) or configured
+    if not url and in_cluster():  # each worker's pod would hold a study of its own, lost with the pod
+        secret = os.environ.get(TRACKING_SECRET_ENV) or "frugalrl-tracking"
+        raise ConfigError(
+            f"this tuning step runs in a Kubernetes pod with no {STORAGE_ENV} and no tuning.storage, so its workers "
+            f"could not share a study; add key {STORAGE_ENV} (a database URL) to the Secret {secret}"
+        )
+    url = url or f"sqlite:///{out / 'optuna.db'}"
     if url.endswith(".log"):
         Path(url).parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(url))

@@ -17,6 +17,7 @@ import yaml
 
 from frugalrl.cli.options import SetOption
 from frugalrl.errors import FrugalError
+from frugalrl.ops import preflight  # reads the IR as YAML: no kfp import
 
 pipeline_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
 
@@ -39,6 +40,12 @@ def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
 ImageOption = Annotated[
     str | None, typer.Option("--image", help="The image every step runs, e.g. HOST:PORT/frugalrl@sha256:...")
 ]
+CudaImageOption = Annotated[
+    str | None, typer.Option("--cuda-image", help="The image of a profile's GPU steps (the cuda build).")
+]
+UnpinnedOption = Annotated[
+    bool, typer.Option("--allow-unpinned", help="Let an image without registry or digest through (dev clusters).")
+]
 
 
 @pipeline_app.command("compile")
@@ -49,18 +56,19 @@ def pipeline_compile(
         str | None, typer.Option("--profile", help="The production DAG of a profile: quick, full, or a YAML path.")
     ] = None,
     image: ImageOption = None,
+    cuda_image: CudaImageOption = None,
+    allow_unpinned: UnpinnedOption = False,
 ) -> None:
-    """Compile a pipeline to Kubeflow IR YAML: a config's training pipeline, or a profile's production DAG.
+    """Compile a pipeline to Kubeflow IR YAML for a cluster: a config's training pipeline, or a profile's DAG.
 
-    Every step names the image pushed last from this checkout, by digest, unless --image names another."""
+    Every step takes MLflow's address from the Kubernetes Secret the profile names and names the image
+    pushed last from this checkout by registry and digest, unless --image / --cuda-image name others."""
     if config is not None and profile is not None:
         raise FrugalError("pass --config or --profile, not both")
     _check_output_file(output)
-    pipelines = _pipelines()
-    line = pipelines.image_line(image, profile)  # a bad --image fails before anything is written
-    pipelines.compile_pipeline(output, config, profile, image)
+    for line in _pipelines().compile_pipeline(output, config, profile, image, cuda_image, allow_unpinned):
+        typer.echo(line)
     typer.echo(f"compiled: {output}")
-    typer.echo(line)
 
 
 def _check_output_file(output: Path) -> None:
@@ -71,14 +79,21 @@ def _check_output_file(output: Path) -> None:
         raise FrugalError(f"-o {output}: the compiled pipeline is YAML; give a path ending in .yaml")
 
 
-def _compiled(config: Path | None, profile: str | None, package: Path | None, where: Path) -> Path:
+def _compiled(config: Path | None, profile: str | None, package: Path | None, where: Path,
+              images: tuple[str | None, str | None, bool]) -> Path:  # fmt: skip
+    """The IR to send: ``package`` as it is, or ``config``/``profile`` compiled with ``images`` (--image,
+    --cuda-image, --allow-unpinned) to ``where``."""
     if sum(x is not None for x in (config, profile, package)) != 1:
         raise FrugalError("pass exactly one of --config, --profile or --package")
     if package is not None:
         if not package.is_file():
             raise FrugalError(f"--package {package} not found; compile one with `frugalrl pipeline compile`")
+        if any(images[:2]) or images[2]:
+            raise FrugalError("--package is compiled already: its images are those it names; drop --image, "
+                              "--cuda-image and --allow-unpinned, or compile again")  # fmt: skip
         return package
-    return _pipelines().compile_pipeline(where, config, profile)
+    _pipelines().compile_pipeline(where, config, profile, *images)
+    return where
 
 
 def _parameters(items: list[str] | None) -> dict:
@@ -92,6 +107,9 @@ def _parameters(items: list[str] | None) -> dict:
 
 
 ParamOption = Annotated[list[str] | None, typer.Option("--param", help="A pipeline parameter: KEY=VALUE")]
+AccountOption = Annotated[
+    str, typer.Option("--service-account", help="The identity the steps run as (infra/kfp/rbac.yaml declares it).")
+]
 HostOption = Annotated[str, typer.Option("--host", help="The KFP API server, e.g. http://localhost:8080")]
 
 
@@ -109,6 +127,10 @@ def pipeline_submit(
     package: Annotated[Path | None, typer.Option("--package", help="An already compiled IR YAML.")] = None,
     name: Annotated[str, typer.Option(help="The run's display name.")] = "frugalrl",
     params: ParamOption = None,
+    service_account: AccountOption = "frugalrl-pipeline",
+    image: ImageOption = None,
+    cuda_image: CudaImageOption = None,
+    allow_unpinned: UnpinnedOption = False,
 ) -> None:
     """Start one run on a Kubeflow Pipelines cluster (compiles first unless --package)."""
     _check_host(host)
@@ -116,7 +138,8 @@ def pipeline_submit(
     from pipelines.remote import submit
 
     with tempfile.TemporaryDirectory() as tmp:
-        reply = submit(host, _compiled(config, profile, package, Path(tmp) / "p.yaml"), name, _parameters(params))
+        spec = _compiled(config, profile, package, Path(tmp) / "p.yaml", (image, cuda_image, allow_unpinned))
+        reply = submit(host, spec, name, _parameters(params), service_account)
     typer.echo(f"run {reply.get('run_id', '?')} submitted to {host}")
 
 
@@ -129,6 +152,10 @@ def pipeline_schedule(
     package: Annotated[Path | None, typer.Option("--package", help="An already compiled IR YAML.")] = None,
     name: Annotated[str, typer.Option(help="The recurring run's display name.")] = "frugalrl-scheduled",
     params: ParamOption = None,
+    service_account: AccountOption = "frugalrl-pipeline",
+    image: ImageOption = None,
+    cuda_image: CudaImageOption = None,
+    allow_unpinned: UnpinnedOption = False,
 ) -> None:
     """Create a recurring run on a Kubeflow Pipelines cluster."""
     _check_host(host)
@@ -137,8 +164,8 @@ def pipeline_schedule(
 
     kfp_cron(cron)  # a bad expression fails before anything is compiled or sent
     with tempfile.TemporaryDirectory() as tmp:
-        spec = _compiled(config, profile, package, Path(tmp) / "p.yaml")
-        reply = schedule(host, spec, name, _parameters(params), cron)
+        spec = _compiled(config, profile, package, Path(tmp) / "p.yaml", (image, cuda_image, allow_unpinned))
+        reply = schedule(host, spec, name, _parameters(params), cron, service_account)
     typer.echo(f"recurring run {reply.get('recurring_run_id', '?')} ({kfp_cron(cron)}) created on {host}")
 
 
@@ -171,3 +198,37 @@ def pipeline_run(
                                  runner=runner, image=image)  # fmt: skip
     for line in result.lines():
         typer.echo(line)
+
+
+@pipeline_app.command("check")
+def pipeline_check(
+    package: Annotated[Path, typer.Argument(help="A compiled pipeline: the IR YAML of `frugalrl pipeline compile`.")],
+    cluster: Annotated[
+        Path | None,
+        typer.Option(
+            "--cluster",
+            help="The cluster: a description (see frugalrl.ops.preflight) or the output of "
+            "kubectl -n NAMESPACE get nodes,secrets,serviceaccounts,configmaps -o yaml.",
+        ),
+    ] = None,
+    service_account: Annotated[
+        str, typer.Option("--service-account", help="The service account runs start as (KFP sets it per run).")
+    ] = "frugalrl-pipeline",
+) -> None:
+    """List what a compiled pipeline needs from its cluster; with --cluster, exit 1 naming what is missing."""
+    needs = preflight.requirements(package, service_account)
+    described = None if cluster is None else preflight.load_cluster(cluster)  # bad input fails before any output
+    for line in preflight.format_requirements(needs):
+        typer.echo(line)
+    if described is None:
+        return
+    for line in preflight.notes(needs, described):
+        typer.echo(f"note: {line}")
+    lacking = preflight.missing(needs, described)
+    if not lacking:
+        typer.echo("cluster: everything the pipeline needs is there")
+        return
+    typer.echo(f"cluster: {len(lacking)} missing")
+    for line in lacking:
+        typer.echo(f"  missing: {line}")
+    raise typer.Exit(1)

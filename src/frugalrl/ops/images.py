@@ -314,12 +314,20 @@ def push_image(repo: Path, registry: str, flavor: str = "cpu", progress: Callabl
     return record
 
 
-def check_reference(reference: str) -> str:
-    """An image reference as given to ``--image``; one line when it is not one."""
+def check_reference(reference: str, option: str = "--image") -> str:
+    """An image reference as given to ``option``; one line when it is not one."""
     if not REFERENCE.match(reference):
         example = "127.0.0.1:5000/frugalrl@sha256:..."
-        raise ImageError(f"--image {reference!r} is not an image reference; e.g. --image {example}")
+        raise ImageError(f"{option} {reference!r} is not an image reference; e.g. {option} {example}")
     return reference
+
+
+def is_pinned(reference: str) -> bool:
+    """Whether a cluster can pull exactly this image: a registry host (``HOST:PORT/`` or a dotted name) and a
+    digest. A bare name pulls from whatever registry the node defaults to; a tag can be pushed over."""
+    host, slash, _ = reference.partition("/")
+    from_registry = bool(slash) and ("." in host or ":" in host or host == "localhost")
+    return from_registry and "@sha256:" in reference and bool(REFERENCE.match(reference))
 
 
 def digest_of(reference: str, record: ImageRecord | None = None) -> str:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from frugalrl.config import ExperimentConfig, _describe, _Strict, load_config, read_text_file, yaml_mapping
 from frugalrl.credentials import redact_data, redact_text
+from frugalrl.envs.registry import is_atari
 from frugalrl.errors import ConfigError
 
 # The patterns kfp's PipelineTask.set_cpu_*/set_memory_* accept, checked here so that a bad value is a
@@ -27,26 +28,30 @@ _CPU = re.compile(r"([0-9]*[.])?[0-9]+m?$")
 _MEMORY = re.compile(r"^[0-9]+(E|Ei|P|Pi|T|Ti|G|Gi|M|Mi|K|Ki){0,1}$")
 
 
-class Resources(_Strict):
-    """What every training and pretraining stage of a ``gpu: true`` profile asks for; unused otherwise.
+_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}  # fmt: skip
 
-    The node selector and toleration are the compiled pipeline's defaults for its ``gpu_node_selector``
-    and ``gpu_toleration`` parameters (a run can still pass others): the names are the cluster's.
-    """
 
-    gpu_count: int = Field(1, ge=1, description="nvidia.com/gpu per stage")
-    cpu_request: str = Field("2", description="Kubernetes CPU quantity: cores (4, 0.5) or millicores (500m)")
-    cpu_limit: str = "4"
-    memory_request: str = Field("8G", description="Kubernetes memory quantity: a number, optionally E/P/T/G/M/K(i)")
-    memory_limit: str = "16G"
-    node_selector: dict[str, str] = Field(
-        default_factory=lambda: {"cloud.google.com/gke-nodepool": "gpu-pool"},
-        description="the GPU node pool's labels",
-    )
-    toleration: dict[str, str] = Field(
-        default_factory=lambda: {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-        description="lets GPU stages onto the tainted GPU pool",
-    )
+def cpu_cores(quantity: str) -> float:
+    """A Kubernetes CPU quantity in cores: ``2``, ``0.5``, ``500m``."""
+    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+
+
+def memory_bytes(quantity: str) -> int:
+    """A Kubernetes memory quantity in bytes: ``6G``, ``512Mi``, ``1000``."""
+    number, unit = re.fullmatch(r"([0-9]+)([A-Za-z]*)", quantity).groups()
+    return int(number) * _UNITS[unit]
+
+
+class StageResources(_Strict):
+    """What one class of step asks Kubernetes for: requests (what the scheduler reserves), limits (what the
+    container may use) and a deadline (``activeDeadlineSeconds``: a hung step fails instead of holding a node)."""
+
+    cpu_request: str = Field(description="Kubernetes CPU quantity: cores (4, 0.5) or millicores (500m)")
+    cpu_limit: str
+    memory_request: str = Field(description="Kubernetes memory quantity: a number, optionally E/P/T/G/M/K(i)")
+    memory_limit: str
+    timeout_s: int = Field(ge=60, description="the step's deadline in seconds")
 
     @field_validator("cpu_request", "cpu_limit", "memory_request", "memory_limit", mode="before")
     @classmethod
@@ -68,6 +73,86 @@ class Resources(_Strict):
             raise ValueError("not a Kubernetes memory quantity; use an integer with an optional unit, such as 16G")
         return value
 
+    @model_validator(mode="after")
+    def _request_within_limit(self) -> StageResources:
+        # Kubernetes refuses such a pod when the step starts; here it is a line when the profile loads
+        if cpu_cores(self.cpu_request) > cpu_cores(self.cpu_limit):
+            raise ValueError(f"cpu_request {self.cpu_request} is above cpu_limit {self.cpu_limit}; raise the limit")
+        if memory_bytes(self.memory_request) > memory_bytes(self.memory_limit):
+            raise ValueError(
+                f"memory_request {self.memory_request} is above memory_limit {self.memory_limit}; raise the limit"
+            )
+        return self
+
+
+class GpuResources(StageResources):
+    gpu_count: int = Field(1, ge=1, description="nvidia.com/gpu per step")
+
+
+def _light() -> StageResources:
+    return StageResources(cpu_request="500m", cpu_limit="1", memory_request="1G", memory_limit="2G", timeout_s=3600)
+
+
+def _cpu() -> StageResources:
+    return StageResources(cpu_request="2", cpu_limit="2", memory_request="4G", memory_limit="8G", timeout_s=6 * 3600)
+
+
+def _gpu() -> GpuResources:
+    return GpuResources(cpu_request="4", cpu_limit="8", memory_request="16G", memory_limit="32G", timeout_s=24 * 3600)
+
+
+class Resources(_Strict):
+    """What each class of step asks for, and where GPU steps land.
+
+    ``light``: evaluation, registration, the best trial, the report. ``cpu``: collection, and every training,
+    tuning and pretraining step placed on the CPU pool. ``gpu``: the training and pretraining steps whose
+    config runs on a GPU (``ProfileStage.pool``). The node selector and toleration are the compiled
+    pipeline's defaults for its ``gpu_node_selector`` and ``gpu_toleration`` parameters (a run can pass
+    others): the names are the cluster's.
+    """
+
+    light: StageResources = Field(default_factory=_light)
+    cpu: StageResources = Field(default_factory=_cpu)
+    gpu: GpuResources = Field(default_factory=_gpu)
+    gpu_node_selector: dict[str, str] = Field(
+        default_factory=lambda: {"cloud.google.com/gke-nodepool": "gpu-pool"},
+        description="the GPU node pool's labels",
+    )
+    gpu_toleration: dict[str, str] = Field(
+        default_factory=lambda: {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        description="lets GPU steps onto the tainted GPU pool",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _over_the_defaults(cls, data: Any) -> Any:
+        """A class written in part (``gpu: {gpu_count: 2}``) keeps its other defaults."""
+        if not isinstance(data, dict):
+            return data
+        defaults = {"light": _light, "cpu": _cpu, "gpu": _gpu}
+        return {k: {**defaults[k]().model_dump(), **v} if k in defaults and isinstance(v, dict) else v
+                for k, v in data.items()}  # fmt: skip
+
+
+_NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"  # a Kubernetes object name (DNS subdomain)
+_NAME_OR_NONE = f"^$|{_NAME}"
+
+
+class ClusterSettings(_Strict):
+    """What a compiled pipeline asks the cluster for besides compute: the Secrets its steps read, the pull secret.
+
+    Steps take ``MLFLOW_TRACKING_URI`` (required; ``MLFLOW_TRACKING_USERNAME``, ``MLFLOW_TRACKING_PASSWORD`` and
+    ``MLFLOW_TRACKING_TOKEN`` when present) and, on Optuna steps, ``OPTUNA_STORAGE`` from ``tracking_secret_name``, in
+    the namespace the pipeline runs in (``infra/kfp``). The names are the cluster's, so they are settings.
+    """
+
+    tracking_secret_name: str = Field("frugalrl-tracking", pattern=_NAME, description="MLflow and Optuna")
+    artifact_secret_name: str = Field(
+        "", pattern=_NAME_OR_NONE, description="AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, MLFLOW_S3_ENDPOINT_URL "
+        "for an artifact store the MLflow server does not proxy; empty: the server proxies artifacts",
+    )  # fmt: skip
+    image_pull_secret_name: str = Field("", pattern=_NAME_OR_NONE, description="a private registry's pull secret")
+
 
 class ProfileStage(_Strict):
     """One branch of the production DAG: an experiment config, its overrides, its registered model."""
@@ -79,6 +164,10 @@ class ProfileStage(_Strict):
     eval_episodes: int | None = Field(
         None, ge=2, description="this stage's promotion gate plays this many episodes instead of the pipeline's "
         "eval_episodes parameter (Atari: 30 full games, as published scores are)",
+    )  # fmt: skip
+    pool: Literal["auto", "cpu", "gpu"] = Field(
+        "auto", description="where its training and pretraining run: auto (a GPU when the config's device is cuda, "
+        "or auto on pixels), cpu or gpu",
     )  # fmt: skip
 
     @property
@@ -104,8 +193,8 @@ class Profile(_Strict):
     """A production profile; ``load_profile`` builds one and checks its stages' configs."""
 
     name: str = Field(min_length=1, description="the pipeline is frugalrl-production-<name>")
-    gpu: bool = Field(False, description="true: training and pretraining stages run on the GPU pool")
     resources: Resources = Field(default_factory=Resources)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     stages: Stages = Field(default_factory=Stages)
     # Where stage configs are resolved (the checkout root): set by validate_profile, never read from YAML.
     _root: Path = PrivateAttr(default_factory=Path)
@@ -129,6 +218,21 @@ class Profile(_Strict):
     def stage_config(self, stage: ProfileStage) -> ExperimentConfig:
         """The stage's experiment config with its overrides, validated."""
         return load_config(self._root / stage.config, stage.overrides)
+
+    def pool(self, stage: ProfileStage) -> Literal["cpu", "gpu"]:
+        """Where ``stage``'s training and pretraining run (collection, evaluation and registration are CPU work).
+
+        ``auto`` follows the config: a GPU for ``device: cuda``, and for ``device: auto`` on pixels (a CNN, an
+        encoder, a world model gain from one; an MLP on a state vector does not: its step waits on the env)."""
+        if stage.pool != "auto":
+            return stage.pool
+        config = self.stage_config(stage)
+        if config.device == "cuda" or (config.device == "auto" and is_atari(config.env.id)):
+            return "gpu"
+        return "cpu"
+
+    def gpu_stages(self) -> list[ProfileStage]:
+        return [s for s in (self.train, self.latent, self.peft) if s is not None and self.pool(s) == "gpu"]
 
     def stage_text(self, stage: ProfileStage) -> str:
         """The stage's config file as text, credentials redacted: what the pipeline's steps receive
@@ -180,9 +284,24 @@ def load_profile(name_or_path: str, root: Path) -> Profile:
                 f"promotion.min_episodes {config.promotion.min_episodes}, so its gate could never promote; "
                 f"set eval_episodes to at least {config.promotion.min_episodes}"
             )
+        _check_pool(path.name, key, stage, config.device)
         if not (config.tracking.enabled and config.tracking.log_model):  # the registry is where stages meet
             raise ConfigError(
                 f"profile {path.name}: stage {key} registers {stage.model_name!r} but {stage.config} logs no "
                 "MLflow model; add tracking.enabled=true to the stage's overrides"
             )
     return profile
+
+
+def _check_pool(source: str, key: str, stage: ProfileStage, device: str) -> None:
+    """A pool the config's device cannot use is refused: a GPU held by a CPU run, or a CUDA run on a CPU node."""
+    if stage.pool == "gpu" and device == "cpu":
+        raise ConfigError(
+            f"profile {source}: stage {key} asks for a GPU (pool: gpu) but {stage.config} runs on device cpu, so the "
+            "GPU would be held and never used; add device=auto to the stage's overrides, or drop pool"
+        )
+    if stage.pool == "cpu" and device == "cuda":
+        raise ConfigError(
+            f"profile {source}: stage {key} runs on the CPU pool (pool: cpu) but {stage.config} asks for device "
+            "cuda, which a CPU node does not have; add device=auto (or device=cpu) to the stage's overrides"
+        )

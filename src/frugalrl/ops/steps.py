@@ -7,6 +7,7 @@ so every step can also run, and be tested, without Kubeflow.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from frugalrl.config import ExperimentConfig, config_from_yaml_text, load_config
 from frugalrl.errors import ConfigError, FrugalError, PipelineFailed, TrackingError
 from frugalrl.evaluation import evaluate_policy, random_policy_returns, scoring_protocol
 from frugalrl.fusion.jobs import distributed_manifest, submit_job
+from frugalrl.fusion.trainjob import TRACKING_SECRET
 from frugalrl.ops.report import Branch, RunInput, build_report
 from frugalrl.ops.video import record_episode
 from frugalrl.peft.compare import compare
@@ -24,7 +26,7 @@ from frugalrl.pretraining import PretrainStage
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
 from frugalrl.tracking.registry import gate_promotion, register_model
-from frugalrl.tracking.store import check_tracking
+from frugalrl.tracking.store import TRACKING_SECRET_ENV, check_tracking
 from frugalrl.train import train
 from frugalrl.tuning import best_overrides, tune
 
@@ -129,6 +131,7 @@ def train_distributed_step(
     manifest = distributed_manifest(
         job_kind, name, f"{name}-config", config.distributed.workers, image,
         node_selector=node_selector, tolerations=[toleration], env={PIPELINE_RUN_ENV: pipeline_run_id},  # pods read it
+        secret=os.environ.get(TRACKING_SECRET_ENV) or TRACKING_SECRET,  # the Secret this step's own tracking came from
     )  # fmt: skip
     submit_job(manifest, config.to_yaml(), namespace)
     mlflow.set_tracking_uri(check_tracking())

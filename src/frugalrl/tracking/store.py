@@ -16,9 +16,30 @@ from typing import Any
 from frugalrl.credentials import shown
 from frugalrl.errors import TrackingError
 
+# A compiled pipeline names its tracking Secret here (pipelines.cluster), so a step can say what is missing.
+TRACKING_SECRET_ENV = "FRUGALRL_TRACKING_SECRET"
+# What every pod of a KFP run has (its driver sets it) and no other process does. Not KUBERNETES_SERVICE_HOST:
+# every pod has that, a notebook server with a persistent disk included, where a local store is fine.
+IN_CLUSTER_ENV = ("KFP_POD_NAME",)
+
+
+def in_cluster() -> bool:
+    """True inside a pipeline step's pod on a cluster: its disk goes with the pod, so no store may live there."""
+    return any(os.environ.get(name) for name in IN_CLUSTER_ENV)
+
 
 def tracking_uri() -> str:
+    """``MLFLOW_TRACKING_URI``; without it, ``mlflow.db`` in the working directory, except in a cluster's pod,
+    where a local store would vanish with the pod: there a missing or local URI is a one-line ``TrackingError``."""
     uri = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if in_cluster() and not uri.startswith(("http://", "https://", "postgresql", "mysql", "databricks")):
+        secret = os.environ.get(TRACKING_SECRET_ENV) or "frugalrl-tracking"
+        found = f"is {shown(uri)}, a store on the pod's disk" if uri else "is not set"
+        raise TrackingError(
+            f"this step runs in a Kubernetes pod and MLFLOW_TRACKING_URI {found}, which is lost with the pod; "
+            f"create the Secret {secret} with key MLFLOW_TRACKING_URI (your MLflow server) in the pipeline's "
+            "namespace (infra/kfp)"
+        )
     if uri:
         return uri
     return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
