@@ -240,10 +240,9 @@ def docker_network() -> Iterator[tuple[str, str]]:
 def mlflow_service(image: str, network: str, backend_uri: str, hosts: dict[str, str]) -> Iterator[str]:
     """``mlflow server`` from the step image on ``network`` as the service ``mlflow`` (port 5000), artifacts
     proxied to its own volume; yields the URL this process reaches it on (a port published on 127.0.0.1)."""
-    import time
-    import urllib.request
-
     import docker
+
+    from .conftest import wait_until_up
 
     client = docker.from_env()
     name = f"mlflow-{uuid.uuid4().hex[:8]}"
@@ -259,16 +258,12 @@ def mlflow_service(image: str, network: str, backend_uri: str, hosts: dict[str, 
         container.reload()
         port = container.attrs["NetworkSettings"]["Ports"]["5000/tcp"][0]["HostPort"]
         url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 120
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/health", timeout=2).status == 200:
-                    break
-            except OSError:
-                container.reload()
-                if container.status == "exited" or time.time() > deadline:
-                    raise RuntimeError(f"mlflow server did not start: {container.logs()[-800:].decode()}") from None
-                time.sleep(1)
+
+        def exited() -> bool:
+            container.reload()
+            return container.status == "exited"
+
+        wait_until_up(f"{url}/health", exited, lambda: container.logs().decode(errors="replace"), "mlflow server")
         yield url
     finally:
         with contextlib.suppress(Exception):

@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import gymnasium as gym
@@ -119,6 +119,20 @@ def _admin(sql: str) -> None:
         conn.execute(sql)
 
 
+def wait_until_up(url: str, exited: Callable[[], bool], log: Callable[[], str], what: str,
+                  timeout_s: float = 120) -> None:  # fmt: skip
+    """Until ``url`` answers 200: a RuntimeError with the log's tail if the process exits or time runs out."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            if urllib.request.urlopen(url, timeout=2).status == 200:
+                return
+        except OSError:
+            if exited() or time.time() > deadline:
+                raise RuntimeError(f"{what} did not start: {log()[-800:]}") from None
+            time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def running_mlflow_server(tmp_path: Path) -> Iterator[str]:
     """``mlflow server`` on a fresh Postgres database, serving artifacts from ``tmp_path``; yields its URL."""
@@ -133,16 +147,8 @@ def running_mlflow_server(tmp_path: Path) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/health", timeout=2).status == 200:
-                    break
-            except OSError:
-                if server.poll() is not None or time.time() > deadline:
-                    tail = (tmp_path / "server.log").read_text()[-800:]
-                    raise RuntimeError(f"mlflow server did not start: {tail}") from None
-                time.sleep(1)
+        wait_until_up(f"{url}/health", lambda: server.poll() is not None,
+                      lambda: (tmp_path / "server.log").read_text(), "mlflow server")  # fmt: skip
         yield url
     finally:
         server.terminate()
@@ -218,16 +224,8 @@ def registry(tmp_path) -> str:
     log = (tmp_path / "registry.log").open("w")
     server = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.time() > deadline:
-                    tail = (tmp_path / "registry.log").read_text()[-500:]
-                    raise RuntimeError(f"docker-registry did not start: {tail}") from None
-                time.sleep(0.5)
+        wait_until_up(f"http://127.0.0.1:{port}/v2/", lambda: server.poll() is not None,
+                      lambda: (tmp_path / "registry.log").read_text(), "docker-registry", timeout_s=30)  # fmt: skip
         yield f"127.0.0.1:{port}"
     finally:
         server.terminate()
