@@ -55,7 +55,7 @@ def worker(src: str, overrides: list[str], seed: int, timesteps: int) -> dict:
     import torch._dynamo  # noqa: F401  - torch.optim imports it lazily; keep imports out of the clock
 
     from frugalrl.config import load_config
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     cfg = load_config(
         CONFIG, ["tracking.enabled=false", "threads=1", f"seed={seed}", f"ppo.total_timesteps={timesteps}", *overrides]

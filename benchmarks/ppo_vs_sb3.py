@@ -263,7 +263,7 @@ def worker_frugalrl(spec: EnvSpec, seed: int, timesteps: int) -> dict:
     torch.set_num_threads(1)
     _preimport(spec.env_id)
     from frugalrl.config import load_config
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     overrides = frugalrl_overrides(spec, seed, timesteps)
     cfg = load_config(_report.REPO_ROOT / spec.config, overrides)

@@ -176,7 +176,7 @@ def run_one(name: str, out: Path, extra: list[str]) -> dict[str, Any]:
     import torch
 
     from frugalrl.config import load_config
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     torch.set_num_threads(1)
     path, overrides = RUNS[name]

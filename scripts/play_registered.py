@@ -3,8 +3,10 @@
     python scripts/play_registered.py models:/cartpole-policy@champion --episodes 5
 
 What a team that only consumes the registry runs. The env id comes from the version's
-``frugalrl.env_id`` tag (or ``--env``); a policy adapted to changed MuJoCo physics carries them
-in ``frugalrl.env_dynamics`` (mass and friction scales, gravity), applied here to the stock env.
+``frugalrl.env_id`` tag (or ``--env``); a ``module:EnvId`` of one's own env imports its module
+(installed, or on PYTHONPATH), and ``--import MODULE`` imports one that registers a plain id; a
+policy adapted to changed MuJoCo physics carries them in ``frugalrl.env_dynamics`` (mass and
+friction scales, gravity), applied here to the stock env.
 Episode i starts from seed ``--seed + i``, as frugalrl's evaluation does. Atari policies take
 stacked 84x84 grayscale frames (the model's signature says so); this script makes them from the
 raw screen the usual way (4-frame skip with a max over the last two, resize, stack of 4, random
@@ -19,6 +21,7 @@ that the two agree within their intervals). Prints one JSON line.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
@@ -127,7 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=5)
     parser.add_argument("--seed", type=int, default=10_000)
     parser.add_argument("--max-frames", type=int, default=108_000, help="Atari: frames before an episode is cut")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (repeatable)",
+    )
     args = parser.parse_args(argv)
+    for module in args.imports:  # a MODULE:EnvId tag needs none: gym.make imports MODULE itself
+        importlib.import_module(module)
     env_id, dynamics, fire_reset = args.env, None, False
     if env_id is None:
         name, _, ref = args.uri.removeprefix("models:/").partition("@")

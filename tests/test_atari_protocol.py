@@ -100,7 +100,7 @@ def test_a_plain_gymnasium_client_and_frugalrl_score_a_model_alike(tmp_path):
     games cut at 4,000 frames to keep the test short, in both clients."""
     from frugalrl.evaluation import evaluate_policy
     from frugalrl.policy_store import load_policy
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     cap = 4000
     config = load_config(REPO / "configs" / "breakout-ppo.yaml", [

@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 
 from frugalrl.ops.audit import AuditError, audit, compare_metrics
 from frugalrl.tracking import check_tracking, git_dirty
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import IN_CI, tiny_config
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from frugalrl.cli import main
+from frugalrl.runlock import RunLock
 
 from .conftest import REPO, tiny_config
 
@@ -46,6 +47,8 @@ BAD_CONFIGS: dict[str, str | bytes] = {
     "text learning rate": "ppo:\n  learning_rate: 3e-4x\n",
     "negative seed": "seed: -3\n",
     "zero envs": "env:\n  num_envs: 0\n",
+    "env module missing": "env:\n  id: frugalrl_no_such_env_module:Reach1D-v0\n",
+    "env module raises on import": "env:\n  imports: [tests.env_module_raising]\n  id: Reach1D-v0\n",
     "unknown env": "env:\n  id: NoSuchEnv-v0\n",
     "unknown algo": "algo: a2c\n",
     "unknown device": "device: tpu\n",
@@ -150,7 +153,7 @@ def _garbage_policy(d: Path) -> None:
 
 def _resumable_run_with_corrupt_metrics(d: Path) -> None:
     """A run killed after its checkpoint, whose metrics.jsonl then lost its text (a disk error)."""
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     train(tiny_config(), d / "run", interactive=False)
     (d / "run" / "summary.json").unlink()
@@ -160,7 +163,7 @@ def _resumable_run_with_corrupt_metrics(d: Path) -> None:
 
 def _finished_run(d: Path) -> None:
     """A run that ended normally (summary.json written), and another config beside it."""
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     train(tiny_config(), d / "run", interactive=False)
     (d / "other.yaml").write_text(json.dumps(tiny_config(seed=9).to_dict()))
@@ -170,6 +173,22 @@ def _interrupted_run(d: Path) -> None:
     """A run stopped after its last checkpoint (no summary.json), and another config beside it."""
     _finished_run(d)
     (d / "run" / "summary.json").unlink()
+
+
+_HELD: list[RunLock] = []  # run directories a case's set-up holds, as a live training process would
+
+
+@pytest.fixture(autouse=True)
+def _release_held():
+    yield
+    while _HELD:
+        _HELD.pop().release()
+
+
+def _live_run(d: Path) -> None:
+    """An interrupted run whose directory is held (here by this very process, as by a live ``train``)."""
+    _interrupted_run(d)
+    _HELD.append(RunLock.take(d / "run"))
 
 
 def _schedule(cron: str) -> Callable[[Path], list[str]]:
@@ -534,6 +553,19 @@ CASES += [
         lambda d: ["train", "--resume", str(d / "run")],
         _resumable_run_with_corrupt_metrics,
         "metrics.jsonl is corrupt",
+    ),
+    # issue 55: a run directory belongs to one process at a time (frugalrl.runlock)
+    Case(
+        "train: --resume a run another process trains",
+        lambda d: ["train", "--resume", str(d / "run")],
+        _live_run,
+        "is in use: another process (pid",
+    ),
+    Case(
+        "train: --out a run another process trains",
+        lambda d: ["train", str(d / "other.yaml"), "--out", str(d / "run")],
+        _live_run,
+        "is in use: another process (pid",
     ),
     # pipeline compile/submit/schedule: the file to write, the package to send
     Case(

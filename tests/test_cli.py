@@ -15,7 +15,7 @@ import typer
 from frugalrl.cli import COMMANDS, main
 from frugalrl.cli.lazy import load_command
 from frugalrl.errors import FrugalError
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import REPO, tiny_config
 

@@ -190,7 +190,7 @@ def test_an_audit_of_a_run_made_with_a_secret_reproduces_without_it(tmp_path, mo
 
     from frugalrl.ops.audit import audit
     from frugalrl.tracking import check_tracking
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     mlflow.set_tracking_uri(check_tracking())
     config = load_config(REPO / "configs" / "cartpole-ppo.yaml", [*TINY, "ppo.batch_size=64", "tracking.enabled=true",

@@ -21,7 +21,7 @@ import pytest
 from mlflow import MlflowClient
 
 from frugalrl.cli import main
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import IN_CI, tiny_config
 

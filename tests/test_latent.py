@@ -312,7 +312,7 @@ def test_missing_encoder_is_a_clear_error(tmp_path):
 
 
 def test_curriculum_run_completes_every_stage(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     summary = train(breakout(), tmp_path / "run")
     assert summary["techniques"] == ["latent_curriculum"]
@@ -332,7 +332,7 @@ def test_curriculum_run_completes_every_stage(tmp_path):
 def test_a_standardised_policy_input_is_fitted_on_the_start_latents_and_saved_with_the_policy(tmp_path):
     from frugalrl.nets.policy import InputStandardiser
     from frugalrl.policy_store import load_policy
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     all_real = {"stages": [{"virtual_fraction": 0.0, "real_share": 1.0}]}
     train(breakout(curriculum=all_real), tmp_path / "raw")
@@ -366,7 +366,7 @@ def test_the_input_standardiser_gives_unit_spread_and_leaves_a_constant_feature_
 
 def test_a_latent_run_reports_throughput_and_a_callback_can_stop_it(tmp_path):
     """As every learner: ``sps`` and ``cpu_s`` in each row, and the tuner's ``on_update`` (here: prune) is called."""
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     seen = []
 
@@ -385,7 +385,7 @@ def test_a_pruned_trial_stops_a_latent_run(tmp_path):
     ``raise optuna.TrialPruned``): a latent run stops at that update, as any run, with no summary."""
     import optuna
 
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     class PruneAlways(optuna.pruners.BasePruner):
         def prune(self, study, trial) -> bool:
@@ -446,7 +446,7 @@ def test_local_latent_pipeline_steps_chain(tmp_path):
 @pytest.mark.slow
 def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_path):
     from frugalrl.latent.store import save_latent
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     models, _ = train_latent_models(breakout(), frames, CostMeter())
     models.metadata = {"env_id": "ALE/Breakout-v5"}
@@ -464,7 +464,7 @@ def test_breakout_encoder_transfers_to_pong_with_a_new_world_model(frames, tmp_p
 @pytest.mark.slow
 def test_lora_adapts_the_encoder_in_the_real_stage(tmp_path):
     from frugalrl.policy_store import load_policy_file
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     summary = train(breakout(encoder_adapter="lora", lora_rank=2), tmp_path / "run")
     assert summary["lora_updates"] > 0 and 0 < summary["lora_trainable_parameters"] < 20_000
@@ -478,7 +478,7 @@ def test_lora_adapts_the_encoder_in_the_real_stage(tmp_path):
 
 
 def test_frames_can_be_collected_by_a_saved_policy(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     pixel = validate_config(
         {"env": {"id": "ALE/Breakout-v5", "num_envs": 2}, "policy": {"kind": "cnn"},

@@ -152,7 +152,7 @@ def test_metrics_log_writes_the_learners_rows(tmp_path):
 
 
 def test_train_takes_extra_callbacks_and_stops_early(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     seen: list[int] = []
 
@@ -170,7 +170,7 @@ def test_train_takes_extra_callbacks_and_stops_early(tmp_path):
 def test_a_cpu_budget_ends_training_and_every_row_carries_the_cpu_seconds(tmp_path):
     import time
 
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     budget = time.process_time() + 2.0  # the budget counts this process's CPU-seconds, set-up included
     config = tiny_config(ppo={"total_timesteps": 10_000_000}, cpu_budget_s=budget)
@@ -203,12 +203,12 @@ def test_the_cpu_budget_decides_on_the_rows_cpu_seconds_where_the_row_has_them()
 
 
 def test_train_does_not_import_the_cli_and_python_m_frugalrl_runs_it():
-    code = "import sys, frugalrl.train, frugalrl.peft.compare, frugalrl.tuning; print('frugalrl.cli' in sys.modules)"
+    code = "import sys, frugalrl.training, frugalrl.peft.compare, frugalrl.tuning; print('frugalrl.cli' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
     for module in ("frugalrl/peft/compare.py", "frugalrl/tuning.py", "frugalrl/latent/train.py"):
         text = (REPO / "src" / module).read_text()
-        assert "from frugalrl.train import start_run_dir" not in text and "import finish_run" not in text
+        assert "from frugalrl.training import start_run_dir" not in text and "import finish_run" not in text
     proc = subprocess.run([sys.executable, "-m", "frugalrl", "train", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "--resume" in proc.stdout
 

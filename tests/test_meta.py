@@ -12,7 +12,7 @@ import torch
 from frugalrl.config import ScoreStagesConfig
 from frugalrl.meta import MetaController, RMTSettings, ScoreStages
 from frugalrl.policy_store import load_policy_file
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .test_dqn import dqn_config
 

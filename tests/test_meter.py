@@ -68,7 +68,7 @@ def _kinds(summary: dict) -> dict[str, set[str]]:
 
 @pytest.mark.slow  # three tiny Breakout runs, about 40 s
 def test_latent_and_pixel_runs_count_the_same_items(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     pixel = train(_pixel_breakout(), tmp_path / "pixel")
     latent = train(breakout(), tmp_path / "latent")
@@ -99,7 +99,7 @@ def test_latent_and_pixel_runs_count_the_same_items(tmp_path):
 def test_no_counted_phase_is_free(config_name, tmp_path):
     """PPO's fused MLP step acts in NumPy, which torch's counter cannot see: it is counted on its torch twin."""
     from frugalrl.config import load_config
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     from .conftest import REPO
 

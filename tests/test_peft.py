@@ -236,7 +236,7 @@ def test_finetune_runs_through_the_loop_and_the_learner_steps_only_what_trains(t
     from frugalrl.cost import CostMeter
     from frugalrl.peft.finetune import FinetuneSAC, adapted_networks, finetune
     from frugalrl.peft.source import load_source
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     config = load_config(REPO / "configs" / "peft-quick.yaml", ["sac.total_timesteps=150", "sac.learning_starts=100",
                          "sac.batch_size=32", "peft.steps=60", "peft.warmup_steps=40", "peft.eval_episodes=1",
@@ -379,7 +379,7 @@ def test_references_train_from_scratch_and_evaluate_the_source_as_it_is(tmp_path
     """scratch: fresh networks through the loop, random actions first, a learning curve; none: no cost."""
     from frugalrl.peft.finetune import from_scratch, untrained
     from frugalrl.peft.source import load_source
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     config = load_config(REPO / "configs" / "peft-quick.yaml", ["sac.total_timesteps=150", "sac.learning_starts=100",
                          "sac.batch_size=32", "peft.steps=80", "peft.warmup_steps=40", "peft.eval_episodes=1",

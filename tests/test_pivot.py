@@ -130,7 +130,7 @@ def test_skipped_samples_get_no_gradient():
 
 
 def test_pivot_training_really_skips_backward_compute(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     base = train(tiny_config(), tmp_path / "base", interactive=False)
     config = tiny_config(selection={"kind": "pivot"}, pivot={"warmup_steps": 256, "threshold_boost": 0.0})
@@ -144,7 +144,7 @@ def test_pivot_training_really_skips_backward_compute(tmp_path):
 
 
 def test_random_skip_control_keeps_its_fraction(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     config = tiny_config(selection={"kind": "random", "keep_fraction": 0.25})
     summary = train(config, tmp_path / "run", interactive=False)
@@ -262,7 +262,7 @@ def test_packing_cuts_optimizer_steps_and_keeps_the_loss_scale():
 
 
 def test_packed_pivot_runs_fewer_optimizer_steps(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     base = train(tiny_config(), tmp_path / "base", interactive=False)
     pivot = {"warmup_steps": 256, "threshold_boost": 0.0}
@@ -279,7 +279,7 @@ def test_packed_pivot_runs_fewer_optimizer_steps(tmp_path):
 
 def test_fewer_epochs_control_matches_a_fractional_budget(tmp_path):
     from frugalrl.selection import FewerEpochs
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     control = FewerEpochs(keep_fraction=0.3)
     sizes = [len(mb.indices) for mb in control.plan(128, 32, 4, 0)]

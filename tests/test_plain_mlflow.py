@@ -18,7 +18,7 @@ from frugalrl.config import EnvConfig, validate_config
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import load_policy
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import tiny_config
 from .test_sac import sac_config

@@ -149,7 +149,7 @@ def test_an_unknown_kind_or_stray_settings_are_one_line_errors(section, fragment
 
 
 def test_a_selector_module_dropped_into_the_package_trains_without_other_changes(top_advantage, tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     with pytest.raises(ConfigError, match=r"selection.settings = \{'keep': 2.0\}: keep: Input should be less"):
         validate_config({"selection": {"kind": "top_advantage", "settings": {"keep": 2.0}}}, "bad.yaml")
@@ -167,7 +167,7 @@ def test_a_selector_module_dropped_into_the_package_trains_without_other_changes
 
 
 def test_a_replay_module_dropped_into_the_package_serves_dqn(recent_replay, tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     with pytest.raises(ConfigError, match="window: Input should be greater than or equal to 1"):
         validate_config({"replay": {"kind": "recent", "settings": {"window": 0}}}, "bad.yaml")
@@ -179,7 +179,7 @@ def test_a_replay_module_dropped_into_the_package_serves_dqn(recent_replay, tmp_
 
 
 def test_a_hyper_controller_module_dropped_into_the_package_steers_dqn(lr_decay, tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     with pytest.raises(ConfigError, match="factor: Input should be less than 1"):
         validate_config({"algo": "dqn", "meta": {"kind": "lr_decay", "settings": {"factor": 1.5}}}, "bad.yaml")
@@ -192,7 +192,7 @@ def test_a_hyper_controller_module_dropped_into_the_package_steers_dqn(lr_decay,
 
 
 def test_a_step_kind_module_dropped_into_the_package_runs_ppo(checked_step, tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     assert validate_config({"env": {"id": "CartPole-v1"}, "ppo": {"compile": "checked"}}, "ok.yaml")
     plain = train(tiny_config(ppo={"compile": "off"}), tmp_path / "plain")
@@ -204,7 +204,7 @@ def test_a_step_kind_module_dropped_into_the_package_runs_ppo(checked_step, tmp_
 
 
 def test_a_rollout_source_module_dropped_into_the_package_feeds_the_learner(noisy_source, tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     with pytest.raises(ConfigError, match="std: Input should be greater than or equal to 0"):
         validate_config({"rollout": {"kind": "noisy", "settings": {"std": -1.0}}}, "bad.yaml")

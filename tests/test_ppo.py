@@ -11,7 +11,7 @@ from frugalrl.algos.ppo import PPO
 from frugalrl.cost import CostMeter
 from frugalrl.envs import make_vec_env
 from frugalrl.errors import TrainingDiverged
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import tiny_config
 

@@ -134,7 +134,7 @@ def test_yaml_on_and_off_read_as_the_switch():
 
 
 def test_summary_reports_the_step_and_optimizer_steps(tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     fused = train(tiny_config(), tmp_path / "fused", interactive=False)
     eager = train(tiny_config(ppo={"compile": "off"}), tmp_path / "eager", interactive=False)

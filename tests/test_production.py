@@ -297,7 +297,7 @@ def test_unknown_profile_is_a_clear_error(tmp_path):
 def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     """The report stage's library call on real run directories."""
     from frugalrl.ops.steps import report_step
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     from .conftest import tiny_config
 

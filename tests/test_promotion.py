@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from frugalrl.config import PromotionConfig
 from frugalrl.ops.promotion import decide
 from frugalrl.tracking import check_tracking, gate_promotion, register_model
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import tiny_config
 

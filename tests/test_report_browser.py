@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from frugalrl.ops.steps import report_step
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import tiny_config
 

@@ -102,7 +102,7 @@ def test_corrupt_checkpoint_is_a_clear_error_and_is_kept(tmp_path, capsys):
 
 def test_checkpoint_from_another_config_is_refused(tmp_path):
     from frugalrl.config import load_config
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     config_path = _config_file(tmp_path)
     run = tmp_path / "run"

@@ -13,7 +13,7 @@ from frugalrl.algos.sac import SAC, SquashedGaussianActor
 from frugalrl.cost import CostMeter
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.policy_store import load_policy_file
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import tiny_config
 

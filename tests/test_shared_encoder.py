@@ -95,7 +95,7 @@ def test_the_meter_keeps_a_shared_artifact_out_of_the_per_run_cost():
 @pytest.mark.slow
 def test_runs_on_the_shared_encoder_count_it_as_shared_and_transfer_to_an_unseen_game(shared, tmp_path):
     """Breakout (a game the encoder saw: its head, no refit) and Pong (never seen: a new world model)."""
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     path, models, _ = shared
     seen = train(breakout(encoder_from=str(path)), tmp_path / "breakout")

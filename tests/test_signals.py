@@ -203,7 +203,7 @@ def test_clipped_ratio_anneals_the_clip_as_ppo_does():
 
 @pytest.mark.parametrize("kind", ["advantage_top", "advantage_proportional", "value_error", "clipped_ratio"])
 def test_ppo_trains_with_each_signal_at_random_skippings_size(kind, tmp_path):
-    from frugalrl.train import train
+    from frugalrl.training import train
 
     config = tiny_config(selection={"kind": kind, "settings": {"keep_fraction": 0.25}})
     summary = train(config, tmp_path / "run", interactive=False)

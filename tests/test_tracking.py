@@ -13,7 +13,7 @@ from frugalrl.config import flatten
 from frugalrl.errors import TrackingError
 from frugalrl.policy_store import load_policy
 from frugalrl.tracking import check_tracking, promote_if_better, register_model, tracking_uri
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import REPO, tiny_config
 

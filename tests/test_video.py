@@ -12,7 +12,7 @@ from frugalrl.config import EnvConfig, load_config
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.ops.video import VideoUnavailable, record_episode
 from frugalrl.policy_store import load_policy
-from frugalrl.train import train
+from frugalrl.training import train
 
 from .conftest import REPO, tiny_config
 

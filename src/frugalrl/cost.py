@@ -114,6 +114,10 @@ class CostMeter:
     seconds: dict[str, float] = field(default_factory=lambda: {"env": 0.0, "act": 0.0, "learn": 0.0})
     started: float = field(default_factory=time.perf_counter)
     wall_offset: float = 0.0  # seconds spent before a resume
+    # Evaluations during training (``eval.every_steps``): their wall seconds are ``seconds["eval"]``; their
+    # CPU-seconds in this process are left out of the rows' ``cpu_s``, and so of ``cpu_budget_s`` (not in checkpoints:
+    # a resumed process counts its CPU afresh). Neither is a phase: evaluation is no work of the run's learning.
+    eval_cpu_s: float = 0.0
 
     def timed(self, phase: str) -> _Timer:
         """``with meter.timed("env"): ...`` adds the block's seconds to ``seconds[phase]``."""
@@ -229,6 +233,15 @@ class CostMeter:
     def wall_s(self) -> float:
         return self.wall_offset + time.perf_counter() - self.started
 
+    @property
+    def train_wall_s(self) -> float:
+        """``wall_s`` without the evaluations during training (``seconds["eval"]``)."""
+        return self.wall_s - self.seconds.get("eval", 0.0)
+
+    def train_cpu_s(self) -> float:
+        """CPU-seconds this process has used (every thread), without its evaluations during training."""
+        return time.process_time() - self.eval_cpu_s
+
     def summary(self) -> dict[str, float | int]:
         """The cost keys of the run contract (``summary.json``)."""
         out: dict[str, float | int] = {
@@ -262,6 +275,7 @@ class CostMeter:
     def state_dict(self) -> dict:
         state = asdict(self)
         state.pop("started")
+        state.pop("eval_cpu_s")
         state["wall_offset"] = self.wall_s
         return state
 

@@ -60,13 +60,15 @@ def run_loop(learner: Learner, callbacks: Sequence[Callback] = ()) -> int:
 
 class Throughput(Callback):
     """Adds ``sps`` (env steps per second of metered wall-clock) and ``cpu_s`` (CPU-seconds this process has
-    used so far, every thread: the x-axis of a comparison at equal compute) to the metrics."""
+    used so far, every thread: the x-axis of a comparison at equal compute) to the metrics; evaluations
+    during training (``EvalDuringTraining``) are left out of both."""
 
     def __init__(self, meter: CostMeter):
         self.meter = meter
 
     def on_update(self, learner: Learner, metrics: dict[str, Any]) -> None:
-        metrics.update(sps=learner.global_step / max(self.meter.wall_s, 1e-9), cpu_s=round(time.process_time(), 3))
+        meter = self.meter
+        metrics.update(sps=learner.global_step / max(meter.train_wall_s, 1e-9), cpu_s=round(meter.train_cpu_s(), 3))
 
 
 class CpuBudget(Callback):

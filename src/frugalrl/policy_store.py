@@ -1,7 +1,9 @@
 """Where policies live: a run directory's ``policy.pt`` or an MLflow model URI.
 
 ``load_policy`` accepts a run directory, a ``policy.pt`` file, ``models:/name@alias``,
-``models:/name/version`` or ``runs:/RUN_ID/policy`` and returns an ``ExportedPolicy``.
+``models:/name/version`` or ``runs:/RUN_ID/policy`` and returns an ``ExportedPolicy``; of a run
+directory, the policy it registers (``registered_policy_file``: ``best_policy.pt`` with
+``eval.policy: best``).
 """
 
 from __future__ import annotations
@@ -10,16 +12,33 @@ import io
 from pathlib import Path
 
 import torch
+import yaml
+from pydantic import ValidationError
 
 from frugalrl.checkpoint import atomic_write_bytes, load_artifact
-from frugalrl.config import ExperimentConfig, validate_config
+from frugalrl.config import EnvConfig, ExperimentConfig, _describe, validate_config
 from frugalrl.envs.factory import make_vec_env
-from frugalrl.errors import TrackingError
+from frugalrl.errors import ConfigError, TrackingError
 from frugalrl.nets.builders import build_policy
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.tracking.artifacts import resolve_artifact
 
 POLICY_FORMAT = "frugalrl-policy-1"
+BEST_POLICY_FILE = "best_policy.pt"  # the best evaluation during training (``eval.every_steps``), as policy.pt
+
+
+def registered_policy_file(run_dir: Path) -> Path:
+    """The policy file of a run directory that its evaluate-and-register stage and ``frugalrl evaluate`` use:
+    ``best_policy.pt`` when the run's config.yaml says ``eval.policy: best`` and the file exists, else
+    ``policy.pt``. A path that is not a run directory comes back as it is."""
+    run_dir = Path(run_dir)
+    best, config_file = run_dir / BEST_POLICY_FILE, run_dir / "config.yaml"
+    if run_dir.is_dir() and best.is_file() and config_file.is_file():
+        data = yaml.safe_load(config_file.read_text())
+        section = data.get("eval") if isinstance(data, dict) else None
+        if isinstance(section, dict) and section.get("policy") == "best":
+            return best
+    return run_dir
 
 
 def save_policy(path: Path, policy: ExportedPolicy, config: ExperimentConfig) -> None:
@@ -49,7 +68,7 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
         encoder=parts.encoder,
     )
     policy.load_state_dict(state)
-    return policy.eval(), config
+    return policy.set_spaces(obs_space, act_space).eval(), config
 
 
 def load_policy(uri: str) -> ExportedPolicy:
@@ -67,8 +86,21 @@ def load_policy(uri: str) -> ExportedPolicy:
             raise TrackingError(failed(str(exc).splitlines()[0])) from None
         if not isinstance(policy, ExportedPolicy):
             raise TrackingError(f"model {uri} is a {type(policy).__name__}, not a frugalrl policy")
+        env = make_vec_env(trained_env(policy, uri), num_envs=1, training=False)
+        policy.set_spaces(env.single_observation_space, env.single_action_space)  # for predict
+        env.close()
         return policy.eval()
-    return load_policy_file(Path(uri))[0]
+    return load_policy_file(registered_policy_file(Path(uri)))[0]
+
+
+def trained_env(policy: ExportedPolicy, source: str) -> EnvConfig:
+    """The env config ``policy`` was trained on (its ``spec``), as it validates today; else a one-line
+    ``ConfigError`` naming ``source``."""
+    try:
+        return EnvConfig.model_validate(EnvConfig.saved(policy.spec["env"]))
+    except ValidationError as exc:
+        errors = exc.errors()
+        raise ConfigError(_describe(errors[0], f"{source}: env", len(errors) - 1, EnvConfig)) from None
 
 
 def _rehomed(model: torch.nn.Module) -> torch.nn.Module:

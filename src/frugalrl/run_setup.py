@@ -36,6 +36,7 @@ from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.envs.factory import check_env
 from frugalrl.errors import FrugalError, Interrupted, TrainingDiverged
+from frugalrl.eval_during import EvalDuringTraining
 from frugalrl.evaluation import protocol_note
 from frugalrl.fusion.launch import Synchronizer, close_distributed, init_distributed, under_torchrun
 from frugalrl.loop import (
@@ -60,6 +61,7 @@ from frugalrl.rundir import (
     start_run_dir,
     truncate_metrics_log,
 )
+from frugalrl.runlock import RunLock, check_not_busy
 from frugalrl.tracking.offline import pending, sync_run_dir
 from frugalrl.tracking.provenance import pin_pretrained
 from frugalrl.tracking.runs import RunTracker
@@ -75,10 +77,12 @@ def run_callbacks(
     extra: Sequence[Callback] = (),
     budget: CpuBudget | None = None,
     checkpointer: Checkpointer | None = None,
+    evaluator: EvalDuringTraining | None = None,
 ) -> list[Callback]:
     """The run loop's callbacks in the one order every run uses (docs/architecture.md, "The run loop"):
-    each sees the metrics the ones before it added, and the checkpoint comes last."""
-    hooks: list[Callback] = [Throughput(meter)]
+    each sees the metrics the ones before it added (the evaluation during training adds its ``eval/*`` keys
+    before the row is written), and the checkpoint comes last."""
+    hooks: list[Callback] = [Throughput(meter), *([evaluator] if evaluator else [])]
     hooks += [MetricsLog(metrics_log)] if metrics_log is not None else []
     hooks += [Tracking(tracker)] if tracker is not None else []
     hooks += [Progress(progress)] if progress is not None else []
@@ -103,6 +107,8 @@ class RunSetup:
     metrics_log: IO[str] | None = None
     checkpointer: Checkpointer | None = None
     budget: CpuBudget | None = None
+    evaluator: EvalDuringTraining | None = None  # eval.every_steps: evaluations during training, the best kept
+    lock: RunLock | None = None  # rank 0's hold on the run directory (runlock), released as ``tracked`` ends
 
     @property
     def rank(self) -> int:
@@ -118,9 +124,12 @@ class RunSetup:
     def prepare(cls, config: ExperimentConfig, out: Path, *, resume: bool = False) -> RunSetup:
         """Check the config and ``out``, create (or reopen) the run directory, build the learner (started,
         or restored from ``out/checkpoint.pt`` with ``resume``). A set-up that fails leaves no half-made
-        run directory behind."""
+        run directory behind. The run directory is this process's alone from before its first change
+        until ``tracked`` ends (``runlock``): one another live process trains into is refused."""
         out = Path(out)
         first_rank = not (under_torchrun() and int(os.environ.get("RANK", "0")) > 0)  # rank 0 owns the shared --out
+        if first_rank:
+            check_not_busy(out)  # a live run's directory: said first, not "not empty" or "nothing to resume"
         if not resume and first_rank:
             check_new_run_dir(out)
         made_here = first_rank and not resume and not out.exists()
@@ -131,16 +140,19 @@ class RunSetup:
         check_env(config)  # an env or algorithm the run cannot use fails here, before anything is written
         if first_rank and not resume and (note := protocol_note(config.env, config.eval.episodes)):
             print(note)
-        with preflight(out) if first_rank else contextlib.nullcontext():
-            if resume and config.latent_curriculum:  # its learner writes no checkpoint yet: say so, not "not found"
-                raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
-            setup = cls._learner_run(config, out, resume)
+        with contextlib.ExitStack() as held:  # the run directory's lock, let go again if the set-up fails
+            with preflight(out) if first_rank else contextlib.nullcontext():
+                if resume and config.latent_curriculum:  # its learner writes no checkpoint yet: say so, not "not found"
+                    raise FrugalError("latent-curriculum runs cannot be resumed yet; start a new run with --out")
+                setup = cls._learner_run(config, out, resume, held)
+            held.pop_all()  # set up: the run holds it until ``tracked`` ends
         setup.made_here = made_here
         return setup
 
     @classmethod
-    def _learner_run(cls, config: ExperimentConfig, out: Path, resume: bool) -> RunSetup:
-        """The learner ``rollout.kind``'s source builds, on this worker's share of a multi-worker run."""
+    def _learner_run(cls, config: ExperimentConfig, out: Path, resume: bool, held: contextlib.ExitStack) -> RunSetup:
+        """The learner ``rollout.kind``'s source builds, on this worker's share of a multi-worker run; rank 0
+        locks the run directory (``runlock``) into ``held`` once the checks that only read it have passed."""
         sync = None
         if under_torchrun():  # one of N workers: gradients are fused; rank 0 alone reports and checkpoints
             sync = init_distributed(config)
@@ -155,6 +167,7 @@ class RunSetup:
             checkpoint = load_checkpoint(out / CHECKPOINT_FILE)
             check_resumable(checkpoint, config, out)  # refused before config.yaml or the checkpoint is rewritten
             metrics_log_lines(out)  # a corrupt log is refused before anything is rewritten
+        lock = held.enter_context(RunLock.take(out)) if sync is None or sync.rank == 0 else None  # before any write
         device = start_run_dir(config, out)
         meter = CostMeter()
         # the same initial weights on every worker; workers fuse their gradients through ``sync``
@@ -170,7 +183,7 @@ class RunSetup:
             print(f"resuming {out} from update {learner.update} (step {learner.global_step:,}){redo}")
         else:
             learner.start(config.seed + 1000 * rank)  # and plays its own episodes
-        return cls(config, out, learner, meter, device, sync=sync, checkpoint=checkpoint)
+        return cls(config, out, learner, meter, device, sync=sync, checkpoint=checkpoint, lock=lock)
 
     @classmethod
     def around(
@@ -207,9 +220,9 @@ class RunSetup:
         try:
             tracker_cm = self._tracker(pipeline_run_id)
         except BaseException:
-            self._close()
             if self.made_here and self.out is not None:
                 shutil.rmtree(self.out, ignore_errors=True)
+            self._close()  # and the lock: after the removal, so no other process starts in the directory first
             raise
         # a resume appends to the rows up to its checkpoint; a pretraining step run again starts its log afresh
         mode = "a" if self.training else "w"
@@ -231,9 +244,13 @@ class RunSetup:
             self.metrics_log.close()
 
     def _close(self) -> None:
-        self.learner.env.close()
-        if self.sync is not None:
-            close_distributed()
+        try:
+            self.learner.env.close()
+            if self.sync is not None:
+                close_distributed()
+        finally:
+            if self.lock is not None:  # the run is over: another process may resume it
+                self.lock.release()
 
     def _checkpointer(self, tracker: RunTracker | None) -> Checkpointer | None:
         """Rank 0 of a resumable training run checkpoints (last among the callbacks)."""
@@ -264,12 +281,17 @@ class RunSetup:
         learner, config = self.learner, self.config
         self.checkpointer = self._checkpointer(tracker)
         self.budget = CpuBudget(config.cpu_budget_s) if self.training and config.cpu_budget_s else None
+        if self.training and self.rank == 0 and config.eval.every_steps and self.out is not None:
+            self.evaluator = EvalDuringTraining(config, self.out, self.meter)
         progress: Any = contextlib.nullcontext(None)
         if self.training:
-            progress = TrainingProgress(learner.total_steps, learner.global_step, config.log_every_updates, interactive)
+            header = f"mlflow run {tracker.run_id}: {tracker.run_url()}" if tracker is not None else None
+            progress = TrainingProgress(learner.total_steps, learner.global_step, config.log_every_updates, interactive,
+                                        header=header)  # fmt: skip
         with progress as bar:
             hooks = run_callbacks(self.meter, self.metrics_log, tracker=tracker, progress=bar, on_update=on_update,
-                                  extra=callbacks, budget=self.budget, checkpointer=self.checkpointer)  # fmt: skip
+                                  extra=callbacks, budget=self.budget, checkpointer=self.checkpointer,
+                                  evaluator=self.evaluator)  # fmt: skip
             try:
                 updates = run_loop(learner, hooks)
             except KeyboardInterrupt:
@@ -292,12 +314,22 @@ class RunSetup:
         assert self.out is not None
         config, out, learner, meter, sync = self.config, self.out, self.learner, self.meter, self.sync
         budget_keys = {"stopped_by_cpu_budget": self.budget.stopped} if self.budget else {}
+        if self.evaluator is not None:
+            budget_keys["best_eval"] = self.evaluator.best
         if sync is None:
-            return finish_run(config, out, learner, meter, tracker, self.device, extra=budget_keys)
+            summary = finish_run(config, out, learner, meter, tracker, self.device, extra=budget_keys)
+            return self._said_below_best(summary)
         sync.bill(meter)
         if self.rank > 0:
             return {"rank": self.rank, **sync.summary()}
         techniques = [*learner.techniques, "gradient_fusion"]
         extra = {**sync.summary(), "real_env_steps_all_workers": meter.real_env_steps * sync.world_size,
                  **budget_keys}  # fmt: skip
-        return finish_run(config, out, learner, meter, tracker, self.device, techniques=techniques, extra=extra)
+        summary = finish_run(config, out, learner, meter, tracker, self.device, techniques=techniques, extra=extra)
+        return self._said_below_best(summary)
+
+    def _said_below_best(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """One line when the final evaluation is below the best one during training."""
+        if self.evaluator is not None and (line := self.evaluator.below_best(summary["eval_mean"])):
+            print(line)
+        return summary

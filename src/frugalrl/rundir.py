@@ -29,7 +29,8 @@ from frugalrl.errors import FrugalError
 from frugalrl.evaluation import evaluate_policy, scoring_protocol
 from frugalrl.meta.plot import plot_training_trace
 from frugalrl.nets.policy import ExportedPolicy
-from frugalrl.policy_store import save_policy
+from frugalrl.policy_store import BEST_POLICY_FILE, load_policy_file, registered_policy_file, save_policy
+from frugalrl.runlock import LOCK_FILE, RunDirBusy
 from frugalrl.tracking import git_commit
 
 TRACE_PLOT = "control_trace.png"  # off-policy runs: hyperparameters, exploration and replay over time
@@ -54,13 +55,14 @@ def check_new_run_dir(out: Path) -> None:
 
     A new run needs a new or empty directory it can write. An empty path is the current
     directory (an unset shell variable, usually), which holds the user's files: refused too.
+    A lock file no live process holds (``runlock``; the caller checked) does not count.
     """
     out = Path(out)
     name = "the current directory" if str(out) in ("", ".") else str(out)
     if out.exists() and not out.is_dir():
         raise FrugalError(f"--out {name} is a file, not a directory; give a new or empty directory")
     if out.is_dir():
-        entries = sorted(p.name for p in out.iterdir())
+        entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE)
         if entries:
             hint = (
                 f"continue that run with --resume {name}"
@@ -84,6 +86,8 @@ def preflight(out: Path) -> Iterator[None]:
     created = not Path(out).exists()
     try:
         yield
+    except RunDirBusy:  # another live process made it meanwhile: it is theirs, never removed
+        raise
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
@@ -182,7 +186,7 @@ def finish_run(
         techniques = list(agent.techniques)
     save_policy(out / "policy.pt", policy, config)
     # CPU seconds of this process (every thread): on a shared machine they, unlike wall-clock, do not
-    # stretch with what else runs; ``cpu_s`` is everything before the evaluation.
+    # stretch with what else runs; ``cpu_s`` is everything before the evaluation (and without those during training).
     cpu_s = time.process_time()
     started = time.perf_counter()
     result = evaluate_policy(policy, config.env, config.eval.episodes, config.eval.seed, config.eval.deterministic)
@@ -196,7 +200,7 @@ def finish_run(
         **meter.summary(),
         **result.metrics(),
         "eval_s": round(eval_s, 3),
-        "cpu_s": round(cpu_s, 3),
+        "cpu_s": round(cpu_s - meter.eval_cpu_s, 3),
         "eval_cpu_s": round(time.process_time() - cpu_s, 3),
         "eval_returns": result.returns,
         **({"eval_protocol": protocol} if (protocol := scoring_protocol(config.env)) else {}),
@@ -213,12 +217,15 @@ def finish_run(
     missing = set(SUMMARY_KEYS) - set(summary)
     assert not missing, f"summary.json lacks run-contract keys {sorted(missing)}"
     if tracker:
-        if config.tracking.log_model:
-            summary["model_uri"] = tracker.log_policy(policy, agent.model_example())
+        if config.tracking.log_model:  # the policy the run registers (eval.policy: best_policy.pt with best)
+            registered = registered_policy_file(out)
+            logged = load_policy_file(registered)[0] if registered.name == BEST_POLICY_FILE else policy
+            summary["model_uri"] = tracker.log_policy(logged, agent.model_example())
         numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         tracker.log_metrics(numeric, step=agent.global_step)
         write_json(out / "summary.json", summary)
-        for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", CHECKPOINT_FILE, TRACE_PLOT):
+        for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", BEST_POLICY_FILE, CHECKPOINT_FILE,
+                     TRACE_PLOT):  # fmt: skip
             if (out / name).exists():
                 tracker.log_artifact(out / name, artifact_path="run")
     else:

@@ -34,7 +34,7 @@ from frugalrl.rundir import write_json
 from frugalrl.tracking import RunTracker
 from frugalrl.tracking.store import TRACKING_SECRET_ENV, in_cluster
 from frugalrl.tracking.trials import TrialLogger
-from frugalrl.train import train
+from frugalrl.training import train
 from frugalrl.tuning_rounds import NumberedSampler, OrderedMedianPruner, best_trial, counted
 
 STORAGE_ENV = "OPTUNA_STORAGE"

@@ -19,7 +19,9 @@ from frugalrl.cli.options import SetOption
 from frugalrl.errors import FrugalError
 from frugalrl.ops import preflight  # reads the IR as YAML: no kfp import
 
-pipeline_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Kubeflow pipelines: compile, run locally.")
+pipeline_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Kubeflow pipelines: compile, check, submit, schedule, run here."
+)
 
 
 def _pipelines():  # noqa: ANN202 - returns the pipelines.local module

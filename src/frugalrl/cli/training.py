@@ -15,9 +15,9 @@ from frugalrl.errors import FrugalError
 from frugalrl.evaluation import evaluate_policy
 from frugalrl.fusion.launch import train_on_workers, under_torchrun
 from frugalrl.ops.video import record_episode
-from frugalrl.policy_store import load_policy
+from frugalrl.policy_store import BEST_POLICY_FILE, load_policy, registered_policy_file
 from frugalrl.tracking.offline import sync_run_dir
-from frugalrl.train import train as run_training
+from frugalrl.training import train as run_training
 from frugalrl.tuning import tune as run_tuning
 
 
@@ -95,6 +95,8 @@ def evaluate(
 ) -> None:
     """Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."""
     policy = load_policy(model_uri)
+    if (chosen := registered_policy_file(Path(model_uri))).name == BEST_POLICY_FILE:  # a run directory's, as registered
+        typer.echo(f"policy: {chosen} (the run's eval.policy is best)", err=json_out)
     saved = EnvConfig.saved(policy.spec["env"])
     env_config = EnvConfig.model_validate(saved)
     if env is not None:

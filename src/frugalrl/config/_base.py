@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+from frugalrl.errors import EnvError
 
 
 def _is_number_field(annotation: Any) -> bool:
@@ -31,12 +34,19 @@ class _Strict(BaseModel):
         return value
 
 
-def _registered_env(value: str) -> str:
+def _registered_env(value: str | None, imports: Sequence[str] = ()) -> str | None:
+    """``value`` once the modules ``imports`` names (and its own ``module:`` prefix) are imported and gymnasium
+    knows it; ``None`` imports the modules alone. A one-line ``ValueError`` otherwise."""
     # why here: gymnasium, slow to load, and the config package imports nothing above it (test_imports.py)
-    from frugalrl.envs.registry import known_env_ids, validate_env_id
+    from frugalrl.envs.registry import ensure_registered, import_env_modules
 
-    if not validate_env_id(value):
-        raise ValueError(f"not a registered environment; allowed: {known_env_ids()}")
+    try:
+        if value is None:
+            import_env_modules(imports)
+        else:
+            ensure_registered(value, imports)
+    except EnvError as exc:
+        raise ValueError(str(exc)) from None
     return value
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from frugalrl.config._base import _registered_env, _Strict
 
@@ -65,9 +65,16 @@ class DynamicsConfig(_Strict):
 
 
 class EnvConfig(_Strict):
-    """Which environment, how many copies, and which wrappers."""
+    """Which environment, how many copies, and which wrappers.
 
-    id: str = "CartPole-v1"
+    ``imports`` comes before ``id``: its modules are imported (registering their ids) before the id is checked.
+    """
+
+    imports: list[str] = Field(
+        default_factory=list,
+        description="modules imported first (they register env ids), installed or on PYTHONPATH; docs/own-env.md",
+    )
+    id: str = Field("CartPole-v1", description="a gymnasium id, or MODULE:EnvId (MODULE imported first)")
     num_envs: int = Field(8, ge=1, le=4096)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     normalize_obs: bool = False
@@ -91,7 +98,16 @@ class EnvConfig(_Strict):
             return {**spec, "atari": {**atari, "episodic_life": False}}
         return spec
 
+    @field_validator("imports")
+    @classmethod
+    def _importable(cls, modules: list[str]) -> list[str]:
+        _registered_env(None, modules)
+        return modules
+
     @field_validator("id")
     @classmethod
-    def _known_env(cls, value: str) -> str:
-        return _registered_env(value)
+    def _known_env(cls, value: str, info: ValidationInfo) -> str:
+        if "imports" not in info.data:  # a module that failed to import has its own error already
+            return value
+        _registered_env(value, info.data["imports"])
+        return value

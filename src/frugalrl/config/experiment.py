@@ -245,4 +245,8 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("tracking", "reconnect_s"): 30.0,
     ("peft", "references"): [],
     ("latent", "policy_input"): "raw",
+    ("env", "imports"): [],
+    ("eval", "every_steps"): 0,
+    ("eval", "during_episodes"): 5,
+    ("eval", "policy"): "last",
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from frugalrl.config._base import _RegisteredKind, _Strict
 
@@ -15,6 +15,26 @@ class EvalConfig(_Strict):
     episodes: int = Field(20, ge=1, le=MAX_EVAL_EPISODES)
     deterministic: bool = True
     seed: int = Field(10_000, ge=0, description="episode i uses seed + i")
+    every_steps: int = Field(
+        0,
+        ge=0,
+        description="evaluate every this many env steps during training, on an env of its own (0: off); the "
+        "best policy so far is kept as best_policy.pt. Not counted in cpu_budget_s",
+    )
+    during_episodes: int = Field(
+        5, ge=1, le=MAX_EVAL_EPISODES, description="episodes of each evaluation during training (seeds seed + i)"
+    )
+    policy: Literal["last", "best"] = Field(
+        "last",
+        description="the policy the evaluate-and-register stage and `frugalrl evaluate RUN` use: last (policy.pt) "
+        "or best (best_policy.pt, the best evaluation during training; needs every_steps > 0)",
+    )
+
+    @model_validator(mode="after")
+    def _best_needs_evaluations(self) -> EvalConfig:
+        if self.policy == "best" and self.every_steps == 0:
+            raise ValueError("policy best is the best evaluation during training; set eval.every_steps > 0")
+        return self
 
 
 class DistributedConfig(_RegisteredKind):

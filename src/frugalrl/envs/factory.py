@@ -17,7 +17,7 @@ from frugalrl.config import DynamicsConfig, EnvConfig, ExperimentConfig
 from frugalrl.envs.batched_cartpole import ENV_ID as BATCHED_ID
 from frugalrl.envs.batched_cartpole import BatchedCartPole
 from frugalrl.envs.dynamics import apply_dynamics
-from frugalrl.envs.registry import ale_game_name, is_atari, validate_env_id
+from frugalrl.envs.registry import ale_game_name, ensure_registered, is_atari
 from frugalrl.envs.vector import FastSyncVectorEnv
 from frugalrl.envs.wrappers import (
     ClipReward,
@@ -38,6 +38,14 @@ def _make_single(env_id: str, kwargs: dict, dynamics: DynamicsConfig | None = No
         raise EnvError(f"env {env_id}: {exc}; install the extra with `pip install -e .`") from None
     except TypeError as exc:
         raise EnvError(f"env {env_id}: bad env.kwargs {kwargs}: {exc}") from None
+
+
+def _registered(config: EnvConfig) -> str:
+    """Import the config's env modules and find its id (the bare id gymnasium registered); one-line ``EnvError``."""
+    try:
+        return ensure_registered(config.id, config.imports)
+    except EnvError as exc:
+        raise EnvError(f"env {config.id!r}: {exc}") from None
 
 
 def make_atari_vector_env(config: EnvConfig, num_envs: int, num_threads: int = 0) -> gym.vector.VectorEnv:
@@ -87,8 +95,7 @@ def make_vec_env(
     ``training=False`` builds an evaluation env: raw rewards and raw observations, since
     an ``ExportedPolicy`` carries its own observation normalisation.
     """
-    if not validate_env_id(config.id):
-        raise EnvError(f"env {config.id!r} is not registered with gymnasium")
+    _registered(config)
     n = num_envs or config.num_envs
     if is_atari(config.id):
         if config.dynamics.changed:
@@ -114,6 +121,7 @@ def make_vec_env(
 
 def env_spaces(env_config: EnvConfig, seed: int = 0) -> tuple[gym.Space, gym.Space]:
     """Make one env of ``env_config`` (and reset it) to read its spaces; a one-line ``EnvError`` if it fails."""
+    _registered(env_config)
     if is_atari(env_config.id):
         vector = make_atari_vector_env(env_config, 1)
         spaces = vector.single_observation_space, vector.single_action_space

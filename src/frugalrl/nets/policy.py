@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from frugalrl.config import PolicyConfig
+from frugalrl.errors import FrugalError
 from frugalrl.nets.heads import CategoricalHead, GaussianHead
 from frugalrl.nets.torsos import MLP, NatureCNN, default_init, orthogonal_init
 
@@ -137,7 +138,10 @@ class ExportedPolicy(nn.Module):
 
     This is what goes to the MLflow registry: ``forward(obs)`` returns the deterministic
     action, ``act(obs, deterministic=False)`` samples. ``spec`` records the env config the
-    policy was trained on, so an evaluator can rebuild the same preprocessing.
+    policy was trained on, so an evaluator can rebuild the same preprocessing. ``predict`` acts on
+    NumPy observations, one or a batch; it needs the spaces, which ``policy_store`` sets on every
+    policy it loads (``set_spaces``). They are plain tuples and arrays: a logged model still unpickles
+    with torch and numpy alone.
     """
 
     def __init__(
@@ -157,6 +161,8 @@ class ExportedPolicy(nn.Module):
         self.clip_obs = clip_obs
         self.register_buffer("obs_mean", obs_mean if obs_mean is not None else torch.zeros(0))
         self.register_buffer("obs_var", obs_var if obs_var is not None else torch.zeros(0))
+        self.observation_shape: tuple[int, ...] | None = None  # set_spaces: what predict reads
+        self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None  # continuous actions: low, high
 
     def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
         if self.encoder is not None:
@@ -171,3 +177,38 @@ class ExportedPolicy(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.act(obs, deterministic=True)
+
+    def set_spaces(self, observation_space: gym.Space, action_space: gym.Space) -> ExportedPolicy:
+        """Remember the env's observation shape (and a continuous action space's bounds) for ``predict``."""
+        self.observation_shape = tuple(int(n) for n in observation_space.shape or ())
+        box = isinstance(action_space, gym.spaces.Box)
+        self.action_bounds = (np.asarray(action_space.low), np.asarray(action_space.high)) if box else None
+        return self
+
+    def predict(self, obs: np.ndarray | torch.Tensor, deterministic: bool = True) -> np.ndarray:
+        """The action for one observation, or the actions for a batch, as NumPy (Stable-Baselines3's
+        ``model.predict``, but the action alone, without a recurrent state). ``obs`` is NumPy, a tensor or a
+        nested list; one observation (the env's observation shape) gives one action, ``(n, *shape)`` gives
+        ``n``. Continuous actions are clipped to the action space, as evaluation does."""
+        shape = getattr(self, "observation_shape", None)  # a policy pickled before predict existed has none
+        if shape is None:
+            raise FrugalError(
+                "this policy does not know its observation shape (it was built in memory); "
+                "load it with frugalrl.load_policy(RUN_DIR or models:/NAME@ALIAS) to use predict"
+            )
+        x = obs.detach().cpu().numpy() if isinstance(obs, torch.Tensor) else np.asarray(obs)
+        single = x.shape == shape
+        if not single and x.shape[1:] != shape:
+            raise FrugalError(
+                f"predict: observation shape {x.shape} fits neither one observation {shape} "
+                f"nor a batch (n, {', '.join(map(str, shape))}) of this policy"
+            )
+        if x.dtype == np.float64:
+            x = x.astype(np.float32)  # what the env's float32 space holds (MuJoCo gives float64)
+        batch = torch.as_tensor(x[None] if single else x, device=next(self.parameters()).device)
+        with torch.inference_mode():
+            actions = self.act(batch, deterministic=deterministic).cpu().numpy()
+        bounds = getattr(self, "action_bounds", None)
+        if bounds is not None:
+            actions = np.clip(actions, *bounds)
+        return actions[0, ...] if single else actions

@@ -127,7 +127,9 @@ def audit(
         rerun = work / "rerun"
         cmd = [sys.executable, "-m", "frugalrl.cli", "train", str(recorded_dir / "config.yaml"), "--out", str(rerun),
                "--set", "tracking.enabled=false"]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(tree / "src"), "FRUGALRL_GIT_COMMIT": commit}
+        # that commit's frugalrl first; the rest of PYTHONPATH stays (where the user's env module may be)
+        path = os.pathsep.join([str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env = {**os.environ, "PYTHONPATH": path, "FRUGALRL_GIT_COMMIT": commit}
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]

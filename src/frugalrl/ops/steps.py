@@ -21,13 +21,13 @@ from frugalrl.fusion.trainjob import TRACKING_SECRET
 from frugalrl.ops.report import Branch, RunInput, build_report
 from frugalrl.ops.video import record_episode
 from frugalrl.peft.compare import compare
-from frugalrl.policy_store import load_policy_file
+from frugalrl.policy_store import load_policy_file, registered_policy_file
 from frugalrl.pretraining import PretrainStage
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
 from frugalrl.tracking.registry import gate_promotion, register_model
 from frugalrl.tracking.store import TRACKING_SECRET_ENV, check_tracking
-from frugalrl.train import train
+from frugalrl.training import train
 from frugalrl.tuning import best_overrides, tune
 
 
@@ -188,8 +188,9 @@ def tune_best_step(config_yaml: str, overrides: list[str], pipeline_run_id: str 
 
 
 def evaluate_step(run_dir: str, episodes: int, seed: int, deterministic: bool = True) -> dict[str, Any]:
-    """Evaluate the policy of a run directory over fixed seeds."""
-    policy, config = load_policy_file(Path(run_dir))
+    """Evaluate the policy a run directory registers over fixed seeds (with ``eval.policy: best``,
+    ``best_policy.pt``: ``register_step`` registers that one too, as its ``model_uri``)."""
+    policy, config = load_policy_file(registered_policy_file(Path(run_dir)))
     result = evaluate_policy(policy, config.env, episodes, seed, deterministic)
     return {"env_id": config.env.id, **result.metrics(), "returns": result.returns}
 

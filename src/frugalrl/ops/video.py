@@ -33,7 +33,7 @@ import torch
 
 from frugalrl.config import EnvConfig
 from frugalrl.envs.dynamics import apply_dynamics
-from frugalrl.envs.registry import is_atari
+from frugalrl.envs.registry import ensure_registered, is_atari, split_env_id
 from frugalrl.errors import FrugalError
 from frugalrl.nets.policy import ExportedPolicy
 
@@ -90,6 +90,7 @@ def _render_env(config: EnvConfig, width: int = 320) -> tuple[Any, Any]:
     # pygame renders offscreen here; without this SDL probes for a display and complains on stderr
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    ensure_registered(config.id, config.imports)  # the user's env modules (module:EnvId, env.imports)
     if is_atari(config.id):
         import ale_py
 
@@ -119,7 +120,7 @@ def _is_mujoco(env_id: str) -> bool:
     import gymnasium as gym
 
     try:
-        return "mujoco" in str(gym.spec(env_id).entry_point)
+        return "mujoco" in str(gym.spec(split_env_id(env_id)[1]).entry_point)
     except gym.error.Error:
         return False
 

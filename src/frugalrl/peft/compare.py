@@ -63,7 +63,7 @@ from frugalrl.policy_store import save_policy
 from frugalrl.rundir import start_run_dir, write_json
 from frugalrl.tracking.provenance import git_commit, lineage_source
 from frugalrl.tracking.runs import RunTracker
-from frugalrl.train import train
+from frugalrl.training import train
 
 
 def check_methods(source: SourceRun, config: ExperimentConfig) -> None:

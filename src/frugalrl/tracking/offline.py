@@ -19,7 +19,7 @@ from typing import Any
 from frugalrl.checkpoint import atomic_write_bytes, load_checkpoint
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import TrackingError
-from frugalrl.policy_store import load_policy_file
+from frugalrl.policy_store import load_policy_file, registered_policy_file
 from frugalrl.tracking.models import log_policy_model
 from frugalrl.tracking.store import check_tracking
 
@@ -109,10 +109,11 @@ def _moved(run_dir: Path, sent: dict[str, Any], left: list[dict[str, Any]]) -> N
 
 
 def _log_policy_late(run_id: str, run_dir: Path) -> None:
-    """The run's policy.pt as its MLflow model, as the run would have logged it; summary.json gets its URI."""
+    """The run's policy.pt (``best_policy.pt`` with ``eval.policy: best``) as its MLflow model, as the run would
+    have logged it; summary.json gets its URI."""
     import mlflow
 
-    policy, config = load_policy_file(run_dir)
+    policy, config = load_policy_file(registered_policy_file(run_dir))
     env = make_vec_env(config.env.model_copy(update={"num_envs": 1}), training=False)
     example, _ = env.reset(seed=config.seed)
     env.close()

@@ -19,8 +19,9 @@ from frugalrl.tracking.store import registry_client
 
 
 def task_name(env_id: str) -> str:
-    """``ALE/Breakout-v5`` -> ``breakout``, ``CartPole-v1`` -> ``cartpole``: the prefix of registered names."""
-    return env_id.split("/")[-1].split("-v")[0].lower()
+    """``ALE/Breakout-v5`` -> ``breakout``, ``CartPole-v1`` -> ``cartpole``, ``myenvs:Reach1D-v0`` -> ``reach1d``:
+    the prefix of registered names."""
+    return env_id.rpartition(":")[2].split("/")[-1].split("-v")[0].lower()
 
 
 def register_model(

@@ -14,6 +14,7 @@ import numpy as np
 
 from frugalrl import __version__
 from frugalrl.config import ExperimentConfig, flatten
+from frugalrl.credentials import shown
 from frugalrl.errors import TrackingError
 from frugalrl.tracking.models import log_policy_model
 from frugalrl.tracking.offline import OFFLINE_FILE, pending, record, replay
@@ -54,6 +55,7 @@ class RunTracker:
         self._run_name = run_name or config.name
         self._pipeline_run_id = pipeline_run_id
         self.run_id: str | None = None
+        self.experiment_id: str | None = None
         self._pending: list[Any] = []  # metrics not sent yet (mlflow.entities.Metric)
         self._sent_at = time.monotonic()
         self._tags = dict(tags or {})
@@ -76,6 +78,7 @@ class RunTracker:
                 f"MLflow store {self.uri} cannot start a run ({str(exc).splitlines()[0][:160]})"
             ) from None
         self.run_id = run.info.run_id
+        self.experiment_id = run.info.experiment_id
         if self._resume_id is None:
             params = {key: str(value)[:500] for key, value in flatten(self.config.to_dict()).items()}
             mlflow.log_params(params)
@@ -85,6 +88,13 @@ class RunTracker:
             for key in client.get_run(self.run_id).data.metrics:  # what the run logged before it stopped
                 self._logged_through[key] = max(m.step for m in client.get_metric_history(self.run_id, key))
         return self
+
+    def run_url(self) -> str:
+        """Where to look at this run: its page on a tracking server, else the store's URI (credentials as ``***``)."""
+        uri = shown(self.uri)
+        if uri.startswith(("http://", "https://")):
+            return f"{uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        return uri
 
     def _run_exists(self, run_id: str) -> bool:
         from mlflow.exceptions import MlflowException
