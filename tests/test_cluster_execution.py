@@ -1,19 +1,20 @@
 """The compiled production DAG, executed as a Kubeflow cluster executes it (``tests/cluster_executor.py``).
 
 The profile is ``quick``'s stages at a test budget (every branch: evaluator, Optuna workers, tuned
-training; encoder and curriculum; PEFT source and comparison), compiled for a cluster with the step
-image pushed to a registry and named by digest. Each step runs in its own container with only the
-IR's environment and the Secret ``frugalrl-tracking`` (a local stand-in for the cluster's), on a
-Docker network where MLflow (a server run from the step image, proxying artifacts, on this machine's
-PostgreSQL) answers as ``mlflow`` and PostgreSQL as ``postgres``. Then the same compiled pipeline runs
-again with a new seed, as a schedule would: its gate compares the new challenger with the first
-run's champion, read from the server.
+training; encoder and curriculum; PEFT source and comparison), compiled for a cluster after
+``frugalrl image push`` (the compile names the pushed digest in every step). Each step runs in its
+own container with only the IR's environment and the Secret ``frugalrl-tracking`` (a local stand-in
+for the cluster's), on a Docker network where MLflow (a server run from the step image, proxying
+artifacts, on this machine's PostgreSQL) answers as ``mlflow`` and PostgreSQL as ``postgres``. Then
+the same compiled pipeline runs again with a new seed, as a schedule would: its gate compares the
+new challenger with the first run's champion, read from the server.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import urllib.request
 import uuid
 
 import pytest
@@ -22,7 +23,7 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from frugalrl.cli import main
-from frugalrl.ops.images import daemon_available, push_image
+from frugalrl.ops.images import ImageRecord, daemon_available
 from frugalrl.ops.profiles import cpu_cores, memory_bytes
 
 from .cluster_executor import (
@@ -46,14 +47,22 @@ CLUSTER_PROFILE["resources"] = yaml.safe_load((REPO / "profiles" / "quick.yaml")
 CLUSTER_PROFILE["stages"]["train"]["overrides"] = [
     o for o in TEST_PROFILE["stages"]["train"]["overrides"] if not o.startswith(("ppo.total_timesteps", "name="))
 ] + ["ppo.total_timesteps=12288", "name=cluster-test"]
+# Its Optuna trials only have to run (and share their study in PostgreSQL): a small budget each.
+CLUSTER_PROFILE["stages"]["tune"]["overrides"] = ["tuning.trials=2", "ppo.total_timesteps=2048"]
 POLICY = "cartpole-policy"
 
 
-@pytest.fixture
-def pushed_image(step_image, registry, records) -> str:
-    """The step image in a registry, by digest: the reference a cluster pulls."""
-    record = push_image(REPO, registry, "cpu", progress=lambda line: None)
-    return record.pinned
+def _push(registry: str, records, capsys) -> str:  # noqa: ANN001 - the records fixture's folder
+    """``frugalrl image push``: the registry serves the digest, the checkout's record names it; the pinned reference."""
+    main(["image", "push", "--registry", registry])
+    record = ImageRecord(**json.loads((records / "image-cpu.json").read_text()))
+    pinned = f"{registry}/frugalrl@{record.digest}"
+    assert record.repository == f"{registry}/frugalrl" and capsys.readouterr().out.strip().endswith(f"pushed: {pinned}")
+    accept = {"Accept": "application/vnd.docker.distribution.manifest.v2+json"}
+    head = urllib.request.Request(f"http://{registry}/v2/frugalrl/manifests/{record.digest}", method="HEAD",
+                                  headers=accept)  # fmt: skip
+    assert urllib.request.urlopen(head, timeout=10).status == 200
+    return pinned
 
 
 @pytest.mark.slow
@@ -61,16 +70,20 @@ def pushed_image(step_image, registry, records) -> str:
 def test_the_compiled_pipeline_runs_as_a_cluster_runs_it_then_again_as_a_schedule(tmp_path, request, capsys):
     if not IN_CI and not daemon_available():
         pytest.skip("no Docker daemon answers (start dockerd; .ci/run does): each step runs in a container")
-    image = request.getfixturevalue("pushed_image")
+    request.getfixturevalue("step_image")
+    image = _push(request.getfixturevalue("registry"), request.getfixturevalue("records"), capsys)
     profile = tmp_path / "cluster.yaml"
     profile.write_text(yaml.safe_dump(CLUSTER_PROFILE))
     package = tmp_path / "pipeline.yaml"
-    main(["pipeline", "compile", "--profile", str(profile), "--image", image, "-o", str(package)])
+    main(["pipeline", "compile", "--profile", str(profile), "-o", str(package)])  # the image: the last push
+    assert f"image: {image} (from the last cpu build" in capsys.readouterr().out
     spec, platform = load_ir(package)
     for name, executor in spec.deployment_spec["executors"].items():  # what a 2-core node can schedule
-        resources = executor["container"]["resources"]
-        assert cpu_cores(resources["resourceCpuRequest"]) <= 2 and memory_bytes(resources["resourceMemoryLimit"])
-        assert executor["container"]["image"] == image, name
+        container = executor["container"]
+        assert cpu_cores(container["resources"]["resourceCpuRequest"]) <= 2, name
+        assert memory_bytes(container["resources"]["resourceMemoryLimit"]), name
+        assert container["image"] == image, name
+        assert {"name": "FRUGALRL_IMAGE_DIGEST", "value": image.partition("@")[2]} in container["env"], name
 
     database, study = f"mlflow_{uuid.uuid4().hex[:10]}", f"optuna_{uuid.uuid4().hex[:10]}"
     _admin(f"CREATE DATABASE {database}")

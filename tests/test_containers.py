@@ -1,6 +1,6 @@
 """The step image for real: built from this checkout, run, pushed to a registry, pinned by digest,
-a registry that is not there, and a step container's exit code. (The production DAG in containers
-against the same DAG as subprocesses is in ``test_mlflow_server.py``: it shares that module's run.)
+a registry that is not there, and a step container's exit code. (Pushing to a registry, compiling with
+the pushed digest and running the compiled DAG from it are one test: ``test_cluster_execution.py``.)
 
 These need a Docker daemon. Without one they skip, saying so; in CI (``.ci/run`` installs and
 starts dockerd, and builds the image) they fail instead. The image is the ``step_image`` fixture
@@ -10,13 +10,11 @@ starts dockerd, and builds the image) they fail instead. The image is the ``step
 from __future__ import annotations
 
 import json
-import urllib.request
 
 import pytest
-import yaml
 
 from frugalrl.cli import main
-from frugalrl.ops.images import ImageRecord, daemon_available
+from frugalrl.ops.images import daemon_available
 
 from .conftest import IN_CI, REPO, _free_port
 
@@ -40,36 +38,6 @@ def test_the_image_runs_the_doctor_as_its_non_root_user(step_image):
     env = _docker_run(step_image.tag, "sh", "-c", "echo $FRUGALRL_GIT_COMMIT")
     assert env.strip() == step_image.git_commit  # every run in the image names the commit it was built from
     assert step_image.tag == f"frugalrl:0.1.0-{step_image.git_commit[:12]}" + ("-dirty" if step_image.git_dirty else "")
-
-
-@pytest.mark.slow
-def test_push_then_compile_names_the_pushed_digest_in_every_step(records, registry, tmp_path, capsys):
-    main(["image", "push", "--registry", registry])
-    record = ImageRecord(**json.loads((records / "image-cpu.json").read_text()))
-    assert record.repository == f"{registry}/frugalrl" and record.digest.startswith("sha256:")
-    pinned = f"{registry}/frugalrl@{record.digest}"
-    assert capsys.readouterr().out.strip().endswith(f"pushed: {pinned}")
-    # the registry serves that digest
-    accept = {"Accept": "application/vnd.docker.distribution.manifest.v2+json"}
-    url = f"http://{registry}/v2/frugalrl/manifests/{record.digest}"
-    manifest = urllib.request.Request(url, method="HEAD", headers=accept)
-    assert urllib.request.urlopen(manifest, timeout=10).status == 200
-
-    main(["pipeline", "compile", "--profile", "quick", "-o", str(tmp_path / "quick.yaml")])
-    assert f"image: {pinned} (from the last cpu build" in capsys.readouterr().out
-    ir = next(yaml.safe_load_all((tmp_path / "quick.yaml").read_text()))
-    executors = ir["deploymentSpec"]["executors"]
-    assert len(executors) >= 10
-    for executor in executors.values():
-        container = executor["container"]
-        assert container["image"] == pinned
-        assert {"name": "FRUGALRL_IMAGE_DIGEST", "value": record.digest} in container["env"]
-
-    other = f"{registry}/frugalrl@sha256:{'c' * 64}"
-    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "--image", other,
-          "-o", str(tmp_path / "plain.yaml")])  # fmt: skip
-    ir = next(yaml.safe_load_all((tmp_path / "plain.yaml").read_text()))
-    assert {e["container"]["image"] for e in ir["deploymentSpec"]["executors"].values()} == {other}
 
 
 def test_pushing_to_no_registry_is_one_line(records, capsys):

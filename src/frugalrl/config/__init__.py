@@ -5,7 +5,7 @@ A config file is the whole description of a run. ``load_config`` reads it, appli
 with one line naming the file, the field path, the bad value and what is allowed.
 
 Every name is importable from here; the modules of this package hold one idea each (sections
-by topic, ``experiment`` the root with its hash, ``overrides``, ``errors``, ``loading``).
+by topic, ``experiment`` the root with its hash, ``overrides``, ``errors``, ``loading``, ``explain``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from frugalrl.config.algos import DQNConfig, PPOConfig, SACConfig
 from frugalrl.config.env import AtariConfig, DynamicsConfig, EnvConfig
 from frugalrl.config.errors import _describe as _describe
 from frugalrl.config.experiment import ExperimentConfig
+from frugalrl.config.explain import explain, kind_choices
 from frugalrl.config.latent import CurriculumConfig, LatentConfig, StageConfig, WorldModelConfig
 from frugalrl.config.loading import config_from_yaml_text, load_config, read_text_file, validate_config, yaml_mapping
 from frugalrl.config.overrides import apply_overrides, flatten
@@ -75,7 +76,9 @@ __all__ = [
     "WorldModelConfig",
     "apply_overrides",
     "config_from_yaml_text",
+    "explain",
     "flatten",
+    "kind_choices",
     "load_config",
     "read_text_file",
     "validate_config",

@@ -17,15 +17,22 @@ class AtariConfig(_Strict):
     life (``life_loss``) while the game goes on.
     """
 
-    frameskip: int = Field(4, ge=1, le=16)
-    stack_num: int = Field(4, ge=1, le=16)
-    img_size: int = Field(84, ge=36, le=210, description="the Nature CNN's three convolutions need 36+ pixels")
-    grayscale: bool = True
-    noop_max: int = Field(30, ge=0, le=1000)
+    frameskip: int = Field(4, ge=1, le=16, description="emulator frames per action, the action repeated (published: 4)")
+    stack_num: int = Field(4, ge=1, le=16, description="last frames stacked into one observation (motion is visible)")
+    img_size: int = Field(
+        84,
+        ge=36,
+        le=210,
+        description="frames resized to this many pixels square (at least 36: the Nature CNN's convolutions)",
+    )
+    grayscale: bool = Field(True, description="frames in grayscale; false = RGB (three times the input)")
+    noop_max: int = Field(30, ge=0, le=1000, description="up to this many no-op actions at a reset, for varied starts")
     episodic_life: bool = Field(False, description="refused: it resets the whole game at a lost life; see life_loss")
     life_loss: bool = Field(True, description="training: a lost life ends the value target, the game goes on")
     fire_reset: bool = Field(False, description="press FIRE after each reset; off: the policy learns to serve")
-    repeat_action_probability: float = Field(0.25, ge=0.0, le=1.0)
+    repeat_action_probability: float = Field(
+        0.25, ge=0.0, le=1.0, description="sticky actions: chance the previous action repeats (published: 0.25)"
+    )
     max_episode_steps: int = Field(108_000, ge=1, description="frames before a game is cut (published: 108000)")
 
     @field_validator("episodic_life")
@@ -75,15 +82,31 @@ class EnvConfig(_Strict):
         description="modules imported first (they register env ids), installed or on PYTHONPATH; docs/own-env.md",
     )
     id: str = Field("CartPole-v1", description="a gymnasium id, or MODULE:EnvId (MODULE imported first)")
-    num_envs: int = Field(8, ge=1, le=4096)
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    normalize_obs: bool = False
-    clip_obs: float = Field(10.0, gt=0)
-    normalize_reward: bool = False
-    clip_reward: float | None = Field(None, gt=0)
-    frame_stack: int = Field(1, ge=1, le=16)
-    atari: AtariConfig = Field(default_factory=AtariConfig)
-    dynamics: DynamicsConfig = Field(default_factory=DynamicsConfig)
+    num_envs: int = Field(8, ge=1, le=4096, description="env copies stepped together (one vector env) during training")
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="keyword arguments for the env's constructor (gymnasium.make, or ale-py's)"
+    )
+    normalize_obs: bool = Field(
+        False, description="training: observations scaled by running mean and std (saved with the policy); not Atari"
+    )
+    clip_obs: float = Field(10.0, gt=0, description="normalised observations are clipped to +/- this (normalize_obs)")
+    normalize_reward: bool = Field(
+        False,
+        description="training: rewards scaled by the running std of the discounted return (as SB3's VecNormalize)",
+    )
+    clip_reward: float | None = Field(
+        None, gt=0, description="training: rewards (after scaling) clipped to +/- this; null = not clipped"
+    )
+    frame_stack: int = Field(
+        1, ge=1, le=16, description="last observations stacked into one (not Atari: env.atari.stack_num stacks there)"
+    )
+    atari: AtariConfig = Field(
+        default_factory=AtariConfig, description="Atari (ALE) preprocessing and scoring protocol; read for ALE ids only"
+    )
+    dynamics: DynamicsConfig = Field(
+        default_factory=DynamicsConfig,
+        description="changed physics of a MuJoCo task (scales on mass, friction, gravity)",
+    )
     batched: bool = Field(
         True,
         description="CartPole-v1: step all copies as arrays (bit-identical trajectories, faster); false = one by one",

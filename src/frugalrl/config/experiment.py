@@ -34,22 +34,40 @@ _ALGO_SECTIONS: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "dqn": DQNConfig
 class ExperimentConfig(_Strict):
     """The root of every experiment file."""
 
-    name: str = "experiment"
-    seed: int = Field(1, ge=0)
-    device: Literal["auto", "cpu", "cuda"] = "cpu"
+    name: str = Field("experiment", description="the run's name: MLflow's run name, the default study name")
+    seed: int = Field(1, ge=0, description="seeds the envs, the networks and every random draw; change it for a repeat")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "cpu", description="where the networks run; auto = cuda when a GPU is visible, else cpu"
+    )
     threads: int = Field(1, ge=0, description="torch CPU threads; 0 keeps torch's default")
-    algo: Literal["ppo", "dqn", "sac"] = "ppo"
-    env: EnvConfig = Field(default_factory=EnvConfig)
-    policy: PolicyConfig = Field(default_factory=PolicyConfig)
-    ppo: PPOConfig = Field(default_factory=PPOConfig)
-    dqn: DQNConfig = Field(default_factory=DQNConfig)
-    sac: SACConfig = Field(default_factory=SACConfig)
-    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
-    replay: ReplayConfig = Field(default_factory=ReplayConfig)
-    meta: MetaConfig = Field(default_factory=MetaConfig)
-    score_stages: ScoreStagesConfig = Field(default_factory=ScoreStagesConfig)
-    selection: SelectionConfig = Field(default_factory=SelectionConfig)
-    latent: LatentConfig = Field(default_factory=LatentConfig)
+    algo: Literal["ppo", "dqn", "sac"] = Field(
+        "ppo", description="the learning algorithm; its section (ppo, dqn or sac) holds its hyperparameters"
+    )
+    env: EnvConfig = Field(default_factory=EnvConfig, description="which environment, how many copies, its wrappers")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="the network's shape and initialisation")
+    ppo: PPOConfig = Field(default_factory=PPOConfig, description="PPO's hyperparameters (algo: ppo)")
+    dqn: DQNConfig = Field(default_factory=DQNConfig, description="Double DQN's hyperparameters (algo: dqn)")
+    sac: SACConfig = Field(default_factory=SACConfig, description="Soft Actor-Critic's hyperparameters (algo: sac)")
+    rollout: RolloutConfig = Field(
+        default_factory=RolloutConfig,
+        description="where the learner's experience comes from: the real env (real) or the latent curriculum (latent)",
+    )
+    replay: ReplayConfig = Field(
+        default_factory=ReplayConfig, description="DQN's and SAC's replay store: its kind, size and settings"
+    )
+    meta: MetaConfig = Field(
+        default_factory=MetaConfig,
+        description="DQN's and SAC's hyper controller: fixed values, or RMT's meta-controller",
+    )
+    score_stages: ScoreStagesConfig = Field(
+        default_factory=ScoreStagesConfig, description="DQN and SAC: new learning rate and gamma at return thresholds"
+    )
+    selection: SelectionConfig = Field(
+        default_factory=SelectionConfig, description="PPO: which samples of each rollout get a backward pass"
+    )
+    latent: LatentConfig = Field(
+        default_factory=LatentConfig, description="the latent curriculum (rollout.kind latent): encoder, world model"
+    )
     peft: PeftConfig | None = Field(None, description="the PEFT comparison (`frugalrl peft compare`)")
     total_real_steps: int | None = Field(
         None, ge=1, description="real env-step budget; when set it is the value of ppo.total_timesteps"
@@ -60,13 +78,27 @@ class ExperimentConfig(_Strict):
         description="stop training once the run's process has used this many CPU-seconds (every thread, set-up "
         "included; evaluation is not): comparisons at equal compute. The step budget still applies",
     )
-    eval: EvalConfig = Field(default_factory=EvalConfig)
-    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    promotion: PromotionConfig = Field(default_factory=PromotionConfig)
-    distributed: DistributedConfig = Field(default_factory=DistributedConfig)
-    tuning: TuningConfig | None = Field(None, description="Optuna search (`frugalrl tune`)")
-    log_every_updates: int = Field(10, ge=1)
+    eval: EvalConfig = Field(
+        default_factory=EvalConfig, description="the final evaluation and the evaluations during training"
+    )
+    checkpoint: CheckpointConfig = Field(
+        default_factory=CheckpointConfig, description="how often the run's checkpoint (for --resume) is written"
+    )
+    tracking: TrackingConfig = Field(
+        default_factory=TrackingConfig, description="MLflow logging: on or off, the experiment, the server's timeouts"
+    )
+    promotion: PromotionConfig = Field(
+        default_factory=PromotionConfig, description="the statistical gate a new policy passes to become champion"
+    )
+    distributed: DistributedConfig = Field(
+        default_factory=DistributedConfig, description="multi-worker training: workers and their gradient reducer"
+    )
+    tuning: TuningConfig | None = Field(
+        None, description="Optuna search (`frugalrl tune`): its space and study; null = no search"
+    )
+    log_every_updates: int = Field(
+        10, ge=1, description="off a terminal, a progress line every this many updates (a terminal gets a bar)"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -12,8 +12,10 @@ from frugalrl.config._base import _Strict
 class AdapterSpec(_Strict):
     """One parameter-efficient fine-tuning method with its options (``frugalrl.peft.methods.PEFT_METHODS``)."""
 
-    method: str
-    options: dict[str, Any] = Field(default_factory=dict)
+    method: str = Field(description="a registered PEFT method (docs/peft.md): lora, bitfit, adapter, ...")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="the method's options, as under peft.methods.METHOD (e.g. rank: 8)"
+    )
 
     @field_validator("method")
     @classmethod
@@ -28,10 +30,18 @@ class AdapterSpec(_Strict):
 class PolicyConfig(_Strict):
     """Network shape. ``kind: auto`` picks Nature-CNN for images, MLP otherwise."""
 
-    kind: Literal["auto", "mlp", "cnn"] = "auto"
-    hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
-    activation: Literal["tanh", "relu"] = "tanh"
-    log_std_init: float = 0.0
+    kind: Literal["auto", "mlp", "cnn"] = Field(
+        "auto", description="the torso: auto = the Nature CNN for image observations, an MLP otherwise"
+    )
+    hidden: list[int] = Field(
+        default_factory=lambda: [64, 64],
+        min_length=1,
+        description="widths of each MLP's hidden layers (actor and critic alike), first to last",
+    )
+    activation: Literal["tanh", "relu"] = Field("tanh", description="the MLP's activation between layers")
+    log_std_init: float = Field(
+        0.0, description="PPO on continuous actions: the Gaussian's starting log standard deviation (0 = std 1)"
+    )
     ortho_init: bool = Field(True, description="orthogonal init (PPO); false = PyTorch default (SB3 DQN/SAC)")
     block: Literal["plain", "fractal", "residual"] = Field(
         "plain",

@@ -30,8 +30,10 @@ class ReplayConfig(_RegisteredKind):
     settings: dict[str, Any] = Field(
         default_factory=dict, description="the store's own settings, validated by the model it registers"
     )
-    capacity: int = Field(100_000, ge=2, description="transitions")
-    max_bytes: int | None = Field(None, ge=1, description="memory budget of the store; the smaller limit wins")
+    capacity: int = Field(100_000, ge=2, description="transitions the store holds; the oldest go first once full")
+    max_bytes: int | None = Field(
+        None, ge=1, description="memory budget of the store in bytes; the smaller of it and capacity wins; null = none"
+    )
 
 
 class MetaConfig(_RegisteredKind):
@@ -47,15 +49,19 @@ class MetaConfig(_RegisteredKind):
 class ScoreStage(_Strict):
     """Once the mean episode return reaches ``threshold``, switch to these values."""
 
-    threshold: float
-    learning_rate: float | None = Field(None, gt=0, le=1.0)
-    gamma: float | None = Field(None, ge=0.0, le=1.0)
+    threshold: float = Field(description="mean recent episode return at which this stage begins")
+    learning_rate: float | None = Field(
+        None, gt=0, le=1.0, description="the learning rate from this stage on; null = unchanged"
+    )
+    gamma: float | None = Field(None, ge=0.0, le=1.0, description="the discount from this stage on; null = unchanged")
 
 
 class ScoreStagesConfig(_Strict):
     """The RMT seed's curriculum by score (``difficulty_metric: episode_return``)."""
 
-    stages: list[ScoreStage] = Field(default_factory=list)
+    stages: list[ScoreStage] = Field(
+        default_factory=list, description="stages by increasing threshold, each passed once; empty = none"
+    )
 
     @model_validator(mode="after")
     def _increasing(self) -> ScoreStagesConfig:
@@ -68,12 +74,16 @@ class ScoreStagesConfig(_Strict):
 class EvaluatorConfig(_Strict):
     """The importance evaluator's network and training."""
 
-    hidden: list[int] = Field(default_factory=lambda: [16, 16], min_length=1)
-    learning_rate: float = Field(1e-3, gt=0, le=1.0)
-    batch_size: int = Field(256, ge=1)
+    hidden: list[int] = Field(
+        default_factory=lambda: [16, 16], min_length=1, description="widths of the evaluator MLP's hidden layers"
+    )
+    learning_rate: float = Field(1e-3, gt=0, le=1.0, description="Adam's step size for the evaluator")
+    batch_size: int = Field(256, ge=1, description="samples per evaluator minibatch (pretraining and refresh)")
     pretrain_steps: int = Field(10_000, ge=1, description="env steps of baseline PPO collected for pretraining")
-    pretrain_epochs: int = Field(10, ge=1)
-    holdout_fraction: float = Field(0.2, gt=0, lt=1)
+    pretrain_epochs: int = Field(10, ge=1, description="passes over the collected samples in pretraining")
+    holdout_fraction: float = Field(
+        0.2, gt=0, lt=1, description="share of the pretraining samples held out to measure the rank correlation"
+    )
     champion_min_spearman: float = Field(
         0.1, ge=-1, le=1, description="registry gate: held-out rank correlation a version needs to become champion"
     )
@@ -89,12 +99,22 @@ class PivotConfig(_Strict):
     ``dynamic_threshold``), capped at high.
     """
 
-    label: Literal["policy_gradient", "advantage", "grad_norm"] = "policy_gradient"
-    high: float = Field(0.8, ge=0.0, le=1.0)
-    low: float = Field(0.5, ge=0.0, le=1.0)
-    keep_prob: float = Field(0.5, gt=0.0, le=1.0)
-    warmup_steps: int = Field(1000, ge=0, description="env steps of uniform (full) compute first")
-    min_full_fraction: float = Field(0.2, ge=0.0, le=1.0, description="safety margin: share always fully computed")
+    label: Literal["policy_gradient", "advantage", "grad_norm"] = Field(
+        "policy_gradient",
+        description="what the evaluator learns to predict: the policy-gradient size, |advantage|, or the exact "
+        "per-sample gradient norm (slow)",
+    )
+    high: float = Field(0.8, ge=0.0, le=1.0, description="score >= high: the sample always gets full compute")
+    low: float = Field(0.5, ge=0.0, le=1.0, description="score < low: skipped, or kept with probability p_min")
+    keep_prob: float = Field(
+        0.5, gt=0.0, le=1.0, description="low <= score < high: kept with this probability, weight 1 / keep_prob"
+    )
+    warmup_steps: int = Field(
+        1000, ge=0, description="env steps with full compute for every sample first, while the evaluator learns"
+    )
+    min_full_fraction: float = Field(
+        0.2, ge=0.0, le=1.0, description="safety margin: at least this share of the samples always gets full compute"
+    )
     score: Literal["rank", "raw"] = Field(
         "rank",
         description="thresholds apply to the rollout's score quantiles (rank) or to the evaluator's raw output",
@@ -105,12 +125,21 @@ class PivotConfig(_Strict):
         le=1.0,
         description="score < low: kept with this probability, weight 1 / p_min (unbiased); 0 = skipped (biased)",
     )
-    threshold_boost: float = Field(0.2, ge=0.0, le=1.0)
-    threshold_decay_steps: int = Field(10_000, ge=1)
-    refresh_every_updates: int = Field(10, ge=0, description="evaluator fine-tuning on fresh data; 0 = never")
-    refresh_epochs: int = Field(2, ge=1)
-    evaluator_from: str | None = Field(None, description="pretrained evaluator: path or models:/name@alias")
-    evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
+    threshold_boost: float = Field(
+        0.2, ge=0.0, le=1.0, description="low starts this much higher and decays to its value (fewer skips early)"
+    )
+    threshold_decay_steps: int = Field(10_000, ge=1, description="env steps over which threshold_boost decays to 0")
+    refresh_every_updates: int = Field(
+        10, ge=0, description="updates between fine-tunings of the evaluator on the current rollout; 0 = never"
+    )
+    refresh_epochs: int = Field(2, ge=1, description="passes over the fresh rollout at each evaluator refresh")
+    evaluator_from: str | None = Field(
+        None,
+        description="a pretrained evaluator (path or models:/name@alias); null = a fresh one, trained during warm-up",
+    )
+    evaluator: EvaluatorConfig = Field(
+        default_factory=EvaluatorConfig, description="the importance evaluator's network, pretraining and registry gate"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> PivotConfig:

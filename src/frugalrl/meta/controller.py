@@ -34,14 +34,24 @@ class RMTSettings(BaseModel):
     """``meta.settings`` of kind ``rmt``: the controller's bounds, factors and tolerances."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    interval: int = Field(10, ge=1, description="updates between decisions")
-    lr_bounds: tuple[float, float] = (1e-5, 1e-3)
-    gamma_bounds: tuple[float, float] = (0.9, 0.99)
-    exploration_bounds: tuple[float, float] = Field((0.01, 0.3), description="DQN epsilon after its decay phase")
-    lr_down: float = Field(0.7, gt=0.0, lt=1.0, description="lr factor when the value loss rises")
-    lr_up: float = Field(1.1, gt=1.0, le=2.0, description="lr factor when the value loss has settled")
-    gamma_step: float = Field(0.005, gt=0.0, le=0.1)
-    exploration_factor: float = Field(1.25, gt=1.0, le=4.0)
+    interval: int = Field(10, ge=1, description="updates between the controller's decisions")
+    lr_bounds: tuple[float, float] = Field((1e-5, 1e-3), description="the learning rate is kept within [low, high]")
+    gamma_bounds: tuple[float, float] = Field((0.9, 0.99), description="gamma is kept within [low, high]")
+    exploration_bounds: tuple[float, float] = Field(
+        (0.01, 0.3), description="the exploration value (DQN's epsilon after its decay) is kept within [low, high]"
+    )
+    lr_down: float = Field(
+        0.7, gt=0.0, lt=1.0, description="the learning rate is multiplied by this when the value loss rises"
+    )
+    lr_up: float = Field(
+        1.1, gt=1.0, le=2.0, description="the learning rate is multiplied by this when the value loss has settled"
+    )
+    gamma_step: float = Field(
+        0.005, gt=0.0, le=0.1, description="gamma moves down (loss rising) or up (settled) by this per decision"
+    )
+    exploration_factor: float = Field(
+        1.25, gt=1.0, le=4.0, description="exploration times this when entropy collapses, divided by it when steady"
+    )
     rise_tolerance: float = Field(0.2, gt=0.0, description="fast value-loss EMA above slow by this share: rising")
     settle_tolerance: float = Field(0.05, gt=0.0, description="fast and slow value-loss EMAs this close: settled")
     collapse_rate: float = Field(0.02, gt=0.0, description="entropy falling faster than this per update: collapsing")

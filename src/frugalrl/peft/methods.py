@@ -61,24 +61,27 @@ class NoOptions(BaseModel):
 
 
 class LowRank(NoOptions):
-    rank: Positive = 8
-    alpha: Positive = 16
+    rank: Positive = Field(
+        8, description="the update's rank: more trainable parameters as it grows; at most a layer's width"
+    )
+    alpha: Positive = Field(16, description="the update's scale (it is multiplied by alpha / rank)")
 
 
 class BlockSize(NoOptions):
-    block_size: Positive = 16
+    block_size: Positive = Field(16, description="size of each orthogonal block; it must divide each layer's inputs")
 
 
 class VeraRank(NoOptions):
-    rank: Positive = 64  # one shared random pair: it may be wider than a layer
+    # one shared random pair: it may be wider than a layer
+    rank: Positive = Field(64, description="rank of the shared frozen random pair (may exceed a layer's width)")
 
 
 class Frequencies(NoOptions):
-    n_frequency: Positive = 256
+    n_frequency: Positive = Field(256, description="spectral coefficients learned per layer (the trainable parameters)")
 
 
 class Bottleneck(NoOptions):
-    bottleneck: Positive = 16
+    bottleneck: Positive = Field(16, description="the adapter's inner width; at most the adapted layer's width")
 
 
 @dataclass(frozen=True)

@@ -354,13 +354,22 @@ class _Annealed(_Settings):
 
 
 class PrioritizedSettings(_Annealed):  # replay.settings of kind prioritized
-    alpha: float = Field(0.6, ge=0.0, le=1.0, description="P(i) ~ priority^alpha")
+    alpha: float = Field(
+        0.6, ge=0.0, le=1.0, description="how strongly priorities skew sampling: P(i) ~ priority^alpha (0 = uniform)"
+    )
 
 
 class TieredSettings(_Annealed):  # replay.settings of kind tiered
-    tier_weights: tuple[float, float, float] = Field((0.5, 0.3, 0.2), description="hot, warm, cold")
-    hot_quantile: float = Field(0.9, gt=0.0, lt=1.0)
-    warm_quantile: float = Field(0.5, gt=0.0, lt=1.0)
+    tier_weights: tuple[float, float, float] = Field(
+        (0.5, 0.3, 0.2),
+        description="shares of each minibatch drawn from the hot, warm and cold tiers (over the non-empty ones)",
+    )
+    hot_quantile: float = Field(
+        0.9, gt=0.0, lt=1.0, description="|TD error| quantile above which a transition is hot (the top 10% by default)"
+    )
+    warm_quantile: float = Field(
+        0.5, gt=0.0, lt=1.0, description="|TD error| quantile above which a transition is warm (below: cold)"
+    )
 
     @model_validator(mode="after")
     def _tiers(self) -> TieredSettings:

@@ -20,7 +20,12 @@ if TYPE_CHECKING:  # torch stays out of config validation, which only lists the 
 
 class _Signal(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    keep_fraction: float = Field(0.35, gt=0.0, le=1.0, description="share of samples kept, as random skipping's")
+    keep_fraction: float = Field(
+        0.35,
+        gt=0.0,
+        le=1.0,
+        description="share of the samples kept, chosen by the signal (set it as random's, for equal compute)",
+    )
 
 
 class AdvantageTopSettings(_Signal):  # selection.settings of advantage_top
