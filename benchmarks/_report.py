@@ -67,7 +67,7 @@ INTRO = """# Benchmarks
 
 ## How frugalrl measures
 
-Every figure here follows the project's measurement method (`shared/benchmarking.md`): the contenders
+Every figure here follows one measurement method: the contenders
 run side by side in one run of one script, alternating (A B A B ...), on the same seeds and budgets;
 we quote medians with min and max; CPU threads are pinned; peers run as their users run them
 (Stable-Baselines3 with RL Zoo hyperparameters, a plain gymnasium loop for env throughput); every

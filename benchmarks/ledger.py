@@ -6,7 +6,7 @@
 Every row reads its figures from ``benchmarks/results/*.jsonl`` (nothing is typed in by hand), says
 the seeds and budget behind them, gives both ratios where a ratio is reported (ratio of medians /
 median of per-seed ratios), the command that produced the rows exactly as it was run, and a verdict
-that says no more than the evidence (``shared/benchmarking.md``):
+that says no more than the evidence:
 
 - confirmed: the measured figure is at least as good as claimed;
 - partly: the direction holds, the size does not;

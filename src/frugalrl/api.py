@@ -1,6 +1,6 @@
 """The Python API: ``frugalrl.load_config``, ``train``, ``load_policy`` and ``evaluate`` (docs/python-api.md).
 
-Each function is the CLI's own path with Python arguments (``config.load_config``, ``train.train``,
+Each function is the CLI's own path with Python arguments (``config.load_config``, ``training.train``,
 ``policy_store.load_policy``, ``evaluation.evaluate_policy``); every error a user can fix is a one-line
 ``FrugalError``. ``frugalrl/__init__.py`` loads this module on first use, so ``import frugalrl`` stays light.
 """

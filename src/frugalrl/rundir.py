@@ -1,7 +1,7 @@
 """The run directory: creating it, and closing it with the exported policy and summary.json.
 
 Every trainer (``train``, the PEFT comparison, the tuner) writes run directories through these
-helpers, so the layout and the run contract (docs/run-contract.md) live in one place.
+helpers, so the layout and the run contract (docs/architecture.md, "The run contract") live in one place.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from frugalrl.runlock import LOCK_FILE, RunDirBusy
 from frugalrl.tracking import git_commit
 
 TRACE_PLOT = "control_trace.png"  # off-policy runs: hyperparameters, exploration and replay over time
-# The run contract (shared/design.md): keys every summary.json carries, whatever else it adds.
+# The run contract (docs/architecture.md): keys every summary.json carries, whatever else it adds.
 SUMMARY_KEYS = (
     "env_id", "algo", "seed", "techniques", "real_env_steps", "virtual_env_steps", "forward_samples",
     "backward_samples", "train_flops", "wall_s", "env_s", "learn_s", "peak_rss_mb", "eval_mean",

@@ -6,7 +6,7 @@
     checkpoint.pt    the latest checkpoint (atomic), for --resume
     metrics.jsonl    one line of metrics per update
     policy.pt        the exported policy (weights + observation normalisation)
-    summary.json     the run contract (see docs/run-contract.md)
+    summary.json     the run contract (docs/architecture.md, "The run contract")
 
 Run it as ``frugalrl train CONFIG --out DIR`` or ``python -m frugalrl train CONFIG --out DIR``. How a
 run is put together (run directory, learner, tracker, checkpointer, callbacks) is ``frugalrl.run_setup``;
