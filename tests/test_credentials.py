@@ -201,3 +201,15 @@ def test_an_audit_of_a_run_made_with_a_secret_reproduces_without_it(tmp_path, mo
     result = audit(summary["mlflow_run_id"], keep=tmp_path / "audit")
     assert result["reproduced"], result["differences"]
     assert _holding(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "override",
+    [f"tuning.storage={{{STORAGE}", STORAGE],  # a value that does not parse; an override with no '='
+)
+def test_a_malformed_override_is_refused_without_echoing_its_password(override, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["config", "validate", str(REPO / "configs/cartpole-tune.yaml"), "--set", override])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert SECRET not in err and shown(STORAGE) in err and err.count("\n") == 1

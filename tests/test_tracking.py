@@ -162,3 +162,47 @@ def test_metrics_are_sent_in_batches_and_none_is_lost(tmp_path, monkeypatch):
     # one send per checkpoint (MLflow then holds what a resume will not redo) and one with the summary:
     # not one per update
     assert len(calls) == 3 and sum(calls) > 16, calls
+
+
+def test_a_tracking_uri_with_credentials_reaches_the_server_and_is_never_printed(capsys):
+    """``http://user:PASSWORD@host`` works (urllib cannot open it: the health check sends Basic auth to the host),
+    and an error about such a store shows ``***`` where the password was."""
+    import base64
+    import http.server
+    import threading
+
+    seen: list[str | None] = []
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:  # noqa: ANN002 - quiet
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        uri = f"http://probe:S3cret%21@127.0.0.1:{server.server_port}"
+        assert check_tracking(uri) == uri
+        assert seen == ["Basic " + base64.b64encode(b"probe:S3cret!").decode()]
+    finally:
+        server.shutdown()
+    with pytest.raises(TrackingError) as error:  # the same URI where nothing answers any more
+        check_tracking(f"http://probe:S3cret%21@127.0.0.1:{server.server_port}", timeout_s=1)
+    message = str(error.value)
+    assert "S3cret" not in message and "probe:***@" in message and "\n" not in message
+
+
+def test_an_unusable_optuna_storage_is_named_without_its_password(tmp_path, monkeypatch):
+    from frugalrl.errors import ConfigError
+    from frugalrl.tuning import storage_for
+
+    monkeypatch.setenv("OPTUNA_STORAGE", "postgresql+psycopg://probe:S3cret@127.0.0.1:9/optuna?password=Other")
+    monkeypatch.setattr("time.sleep", lambda s: None)  # its retries wait for racing workers, not for this
+    with pytest.raises(ConfigError) as error:
+        storage_for(tiny_config(tuning={"trials": 2}), tmp_path)
+    message = str(error.value)
+    assert "S3cret" not in message and "Other" not in message and "probe:***@127.0.0.1:9" in message

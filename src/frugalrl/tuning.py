@@ -75,7 +75,7 @@ def storage_for(config: ExperimentConfig, out: Path) -> Any:
             last = exc
             time.sleep(0.5 * (attempt + 1))
     raise ConfigError(
-        f"Optuna storage {url.split('@')[-1]} is unusable ({shown(str(last).splitlines()[0])[:120]}); "
+        f"Optuna storage {shown(url)} is unusable ({shown(str(last).splitlines()[0])[:120]}); "
         f"check {STORAGE_ENV} / tuning.storage"
     ) from None
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from frugalrl.credentials import shown
 from frugalrl.errors import ConfigError
 
 
@@ -35,25 +36,25 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
     given: set[tuple[str, ...]] = set()
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"{source}: override {item!r} has no '='; allowed form: --set key.sub=value")
+            raise ConfigError(f"{source}: override {shown(repr(item))} has no '='; allowed form: --set key.sub=value")
         path, raw = item.split("=", 1)
         keys = [k for k in path.strip().split(".") if k]
         if not keys:
-            raise ConfigError(f"{source}: override {item!r} has an empty key")
+            raise ConfigError(f"{source}: override {shown(repr(item))} has an empty key")
         node = data
         for key in keys[:-1]:
             child = node.get(key)
             if child is None:
                 child = node[key] = {}
             if not isinstance(child, dict):
-                raise ConfigError(f"{source}: override {item!r}: {key} is not a section")
+                raise ConfigError(f"{source}: override {shown(repr(item))}: {key} is not a section")
             node = child
         try:
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or "not valid YAML"
             raise ConfigError(
-                f"{source}: --set {item!r}: the value does not parse ({problem}); quote it or complete it"
+                f"{source}: --set {shown(repr(item))}: the value does not parse ({problem}); quote it or complete it"
             ) from None
         _switch_kind(node, keys, value, given)
         node[keys[-1]] = value

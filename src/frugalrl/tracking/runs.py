@@ -19,7 +19,7 @@ from frugalrl.errors import TrackingError
 from frugalrl.tracking.models import log_policy_model
 from frugalrl.tracking.offline import OFFLINE_FILE, pending, record, replay
 from frugalrl.tracking.provenance import lineage_tags
-from frugalrl.tracking.store import check_tracking
+from frugalrl.tracking.store import check_tracking, health_request
 
 FLUSH_METRICS = 2000  # queued metric values that trigger a send
 FLUSH_SECONDS = 10.0  # or seconds since the last send: MLflow's UI lags by at most this
@@ -67,7 +67,7 @@ class RunTracker:
     def __enter__(self) -> RunTracker:
         mlflow = self.mlflow
         if self._resume_id is not None and not self._run_exists(self._resume_id):  # resumed against another store
-            print(f"MLflow run {self._resume_id} is not in {self.uri}: the resumed run gets a new one naming it")
+            print(f"MLflow run {self._resume_id} is not in {shown(self.uri)}: the resumed run gets a new one naming it")
             self._tags["frugalrl.resumed_from_run_id"] = self._resume_id
             self._resume_id = None
         try:
@@ -75,7 +75,7 @@ class RunTracker:
             run = mlflow.start_run(run_id=self._resume_id, run_name=None if self._resume_id else self._run_name)
         except Exception as exc:
             raise TrackingError(
-                f"MLflow store {self.uri} cannot start a run ({str(exc).splitlines()[0][:160]})"
+                f"MLflow store {shown(self.uri)} cannot start a run ({shown(str(exc).splitlines()[0])[:160]})"
             ) from None
         self.run_id = run.info.run_id
         self.experiment_id = run.info.experiment_id
@@ -104,7 +104,9 @@ class RunTracker:
         except MlflowException as error:
             if error.error_code == "RESOURCE_DOES_NOT_EXIST":
                 return False
-            raise TrackingError(f"MLflow store {self.uri} cannot read run {run_id} ({error.message[:160]})") from None
+            raise TrackingError(
+                f"MLflow store {shown(self.uri)} cannot read run {run_id} ({shown(error.message)[:160]})"
+            ) from None
         return True
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -126,12 +128,13 @@ class RunTracker:
 
     def _went_away(self, doing: str, error: BaseException) -> None:
         """The store failed: without a run directory that is an error; with one, the run goes on offline."""
-        reason = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
+        reason = shown(str(error).splitlines()[0])[:160] if str(error) else type(error).__name__
+        store = shown(self.uri)
         if self.buffer_dir is None:
-            raise TrackingError(f"MLflow store {self.uri} failed while {doing} ({reason}); check the store") from None
+            raise TrackingError(f"MLflow store {store} failed while {doing} ({reason}); check the store") from None
         if not self.offline:
             print(
-                f"warning: MLflow store {self.uri} stopped answering while {doing} ({reason}); training goes on, "
+                f"warning: MLflow store {store} stopped answering while {doing} ({reason}); training goes on, "
                 f"tracking waits in {self.buffer_dir / OFFLINE_FILE}: send it with `frugalrl sync {self.buffer_dir}`",
                 file=sys.stderr,
             )
@@ -156,13 +159,13 @@ class RunTracker:
         try:
             if self.uri.startswith(("http://", "https://")):
                 # as patient as any request: a loaded server answers its health check slowly too
-                urllib.request.urlopen(f"{self.uri.rstrip('/')}/health", timeout=self.config.tracking.timeout_s).close()
+                urllib.request.urlopen(health_request(self.uri), timeout=self.config.tracking.timeout_s).close()
             assert self.buffer_dir is not None and self.run_id is not None
             replay(self.run_id, pending(self.buffer_dir), self.buffer_dir)  # what it sent is not sent again
         except Exception:
             return False
         self.offline = False
-        print(f"MLflow store {self.uri} answers again; what waited was sent", file=sys.stderr)
+        print(f"MLflow store {shown(self.uri)} answers again; what waited was sent", file=sys.stderr)
         return True
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:

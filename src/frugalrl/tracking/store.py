@@ -7,8 +7,10 @@ the working directory (made absolute, so pipeline steps in other directories sha
 
 from __future__ import annotations
 
+import base64
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -45,12 +47,27 @@ def tracking_uri() -> str:
     return f"sqlite:///{Path.cwd().resolve() / 'mlflow.db'}"
 
 
+def health_request(uri: str) -> urllib.request.Request:
+    """The server's ``/health`` request. A URI with credentials (``http://user:PASSWORD@host``) is sent to the host
+    alone, the credentials as HTTP Basic auth, as MLflow's own client does: urllib cannot open such a URL."""
+    parts = urllib.parse.urlsplit(uri.rstrip("/"))
+    headers = {}
+    if parts.username is not None:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    netloc = parts.hostname or ""
+    netloc = f"[{netloc}]" if ":" in netloc else netloc
+    netloc += f":{parts.port}" if parts.port else ""
+    bare = urllib.parse.urlunsplit((parts.scheme, netloc, f"{parts.path}/health", "", ""))
+    return urllib.request.Request(bare, headers=headers)
+
+
 def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
     """Make sure the tracking store answers; return the URI. Raises ``TrackingError``."""
     uri = uri or tracking_uri()
     if uri.startswith(("http://", "https://")):
         try:
-            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout_s) as response:
+            with urllib.request.urlopen(health_request(uri), timeout=timeout_s) as response:
                 if response.status != 200:
                     raise TrackingError(
                         f"MLflow server {shown(uri)} answered HTTP {response.status} on /health; check the server"
