@@ -386,3 +386,20 @@ def test_report_plots_the_world_model_against_real_play_for_latent_runs(tmp_path
     assert "0.07 / 0.20" in section and "failed: reward AUC 0.55 &lt; 0.80" in section  # the diagnostic gate
     assert "data:image/png;base64," in section and "<td>pixel</td>" not in section  # only runs that have one
     assert "World model against real play" not in build_report([Branch("pixel", runs[1:])])
+
+
+def test_a_cluster_without_the_optuna_key_starts_every_step_but_the_tuning_ones(tmp_path):
+    """What the execution test's stand-in gives each pod from the compiled IR: the Secret's keys, the optional
+    ones only when present, and no pod for a step whose required key is missing (as Kubernetes does)."""
+    from .cluster_executor import SecretMissing, secret_environment
+
+    _, platform = _compile(tmp_path, "--profile", "quick", images=("--image", CPU_IMAGE))
+    executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    secrets = {"frugalrl-tracking": {"MLFLOW_TRACKING_URI": "http://mlflow:5000", "MLFLOW_TRACKING_TOKEN": "t"}}
+    for name, spec in executors.items():
+        if _component(name) in TUNE:
+            with pytest.raises(SecretMissing, match="OPTUNA_STORAGE"):
+                secret_environment(spec, secrets)
+        else:
+            assert secret_environment(spec, secrets) == {"MLFLOW_TRACKING_URI": "http://mlflow:5000",
+                                                         "MLFLOW_TRACKING_TOKEN": "t"}, name  # fmt: skip
