@@ -25,7 +25,6 @@ store behind the artifact URIs. A step that asks for a GPU is refused here (this
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import uuid
 import warnings
@@ -274,7 +273,3 @@ def mlflow_service(image: str, network: str, backend_uri: str, hosts: dict[str, 
 def step_stores(root: Path) -> list[Path]:
     """Tracking or Optuna stores a step left on the artifact volume (none may: they belong to the server)."""
     return sorted(p for p in root.rglob("*") if p.name in ("mlflow.db", "optuna.db", "mlruns") or p.suffix == ".db")
-
-
-def executed_summary(cluster: ClusterStandIn) -> str:
-    return json.dumps(cluster.executed, indent=1)
