@@ -7,11 +7,11 @@ What a team that only consumes the registry runs. The env id comes from the vers
 (installed, or on PYTHONPATH), and ``--import MODULE`` imports one that registers a plain id; a
 policy adapted to changed MuJoCo physics carries them in ``frugalrl.env_dynamics`` (mass and
 friction scales, gravity), applied here to the stock env.
-Episode i starts from seed ``--seed + i``, as frugalrl's evaluation does. Atari policies take
-stacked 84x84 grayscale frames (the model's signature says so); this script makes them from the
-raw screen the usual way (4-frame skip with a max over the last two, resize, stack of 4, random
-no-ops after reset) and plays full games (all lives, ALE's sticky actions 0.25, cut at
-``--max-frames``), the protocol frugalrl evaluates with. FIRE is pressed after reset only for a
+Episode i starts from seed ``--seed + i``, as frugalrl's evaluation does. Atari models take the
+last 4 raw RGB screens (the model's signature says so) and make the grey 84x84 stack themselves;
+this script keeps the state a stateless model cannot (4-frame skip with a max over the last two
+screens, random no-ops after reset) and plays full games (all lives, ALE's sticky actions 0.25,
+cut at ``--max-frames``), the protocol frugalrl evaluates with. FIRE is pressed after reset only for a
 version tagged ``frugalrl.fire_reset=true`` (a policy trained with ``env.atari.fire_reset``); the
 others learned to serve. Its scores match frugalrl's evaluation in distribution, not episode by
 episode (ALE's sticky actions draw from their own generator; tests/test_atari_protocol.py checks
@@ -30,44 +30,41 @@ import mlflow
 import numpy as np
 
 
-class FrameStack:
-    """Raw grayscale ALE screens to the (stack, size, size) uint8 input of a frugalrl Atari policy."""
+class Screens:
+    """An ALE game as a frugalrl Atari model sees it: the last ``stack`` RGB screens the policy acted on.
 
-    def __init__(self, env: gym.Env, stack: int = 4, size: int = 84, skip: int = 4, noop_max: int = 30,
-                 fire_reset: bool = False):  # fmt: skip
-        self.env, self.stack, self.size, self.skip, self.noop_max = env, stack, size, skip, noop_max
-        self.frames: list[np.ndarray] = []
+    Each action is repeated ``skip`` frames and the screen kept is the max of the last two (flicker);
+    a reset plays up to ``noop_max`` no-ops (seeded), then FIRE where the version asks for it.
+    """
+
+    def __init__(self, env: gym.Env, stack: int = 4, skip: int = 4, noop_max: int = 30, fire_reset: bool = False):
+        self.env, self.stack, self.skip, self.noop_max = env, stack, skip, noop_max
+        self.screens: list[np.ndarray] = []
         meanings = env.unwrapped.get_action_meanings()
         self.fire = meanings.index("FIRE") if fire_reset and "FIRE" in meanings else None
 
-    def _screen(self, raw: list[np.ndarray]) -> np.ndarray:
-        from PIL import Image
-
-        pooled = np.maximum(raw[-1], raw[-2]) if len(raw) > 1 else raw[-1]
-        resized = Image.fromarray(pooled).resize((self.size, self.size), Image.Resampling.BILINEAR)
-        return np.asarray(resized, dtype=np.uint8)
-
     def reset(self, seed: int) -> np.ndarray:
-        obs, _ = self.env.reset(seed=seed)
+        screen, _ = self.env.reset(seed=seed)
         for _ in range(int(np.random.default_rng(seed).integers(0, self.noop_max + 1))):
-            obs, _, terminated, truncated, _ = self.env.step(0)
+            screen, _, terminated, truncated, _ = self.env.step(0)
             if terminated or truncated:
-                obs, _ = self.env.reset()
-        self.frames = [self._screen([obs])] * self.stack
+                screen, _ = self.env.reset()
+        self.screens = [screen] * self.stack
         if self.fire is not None:
             return self.step(self.fire)[0]
-        return np.stack(self.frames)
+        return np.stack(self.screens)
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool]:
         raw, total, done = [], 0.0, False
         for _ in range(self.skip):
-            obs, reward, terminated, truncated, _ = self.env.step(action)
-            raw.append(obs)
+            screen, reward, terminated, truncated, _ = self.env.step(action)
+            raw.append(screen)
             total, done = total + float(reward), terminated or truncated
             if done:
                 break
-        self.frames = [*self.frames[1:], self._screen(raw)]
-        return np.stack(self.frames), total, done
+        pooled = np.maximum(raw[-1], raw[-2]) if len(raw) > 1 else raw[-1]
+        self.screens = [*self.screens[1:], pooled]
+        return np.stack(self.screens), total, done
 
 
 def with_dynamics(env: gym.Env, dynamics: dict) -> gym.Env:
@@ -99,8 +96,9 @@ def play(
     returns = []
     for i in range(episodes):
         if atari:
-            raw = gym.make(env_id, frameskip=1, obs_type="grayscale", max_num_frames_per_episode=max_frames)
-            env = FrameStack(raw, fire_reset=fire_reset)
+            stack = model.metadata.get_input_schema().inputs[0].shape[1]  # (n, stack, 210, 160, 3)
+            raw = gym.make(env_id, frameskip=1, obs_type="rgb", max_num_frames_per_episode=max_frames)
+            env = Screens(raw, stack=stack, fire_reset=fire_reset)
             obs, total, done = env.reset(seed + i), 0.0, False
             while not done:
                 action = int(np.asarray(model.predict(obs[None]))[0])

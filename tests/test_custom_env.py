@@ -21,9 +21,10 @@ import yaml
 
 from frugalrl.cli import main
 from frugalrl.config import load_config
+from frugalrl.ops.images import daemon_available
 from frugalrl.training import train
 
-from .conftest import REPO
+from .conftest import IN_CI, REPO, needs_postgres
 
 DOC = REPO / "docs" / "own-env.md"
 TINY = ["ppo.total_timesteps=512", "ppo.num_steps=64", "ppo.batch_size=64", "ppo.update_epochs=1", "eval.episodes=2"]
@@ -83,7 +84,8 @@ def _refused(argv: list[str], capsys) -> str:
 
 def test_the_page_shows_the_one_line_errors_the_code_gives(tmp_path, modules, capsys):
     """Each error line docs/own-env.md quotes is what frugalrl prints (module renamed)."""
-    quoted = re.findall(r"^error: reach\.yaml: .*$", DOC.read_text(), re.M)
+    here = DOC.read_text().split("\n## In containers")[0]  # the step image's line is checked in containers
+    quoted = re.findall(r"^error: reach\.yaml: .*$", here, re.M)
     assert len(quoted) == 3
     good = modules(_block("The example env module", "python"))
     broken = modules(_block("The example env module", "python").replace("import gymnasium as gym\n", ""))
@@ -184,3 +186,39 @@ def test_tune_and_evaluate_a_module_id(tmp_path, modules, capsys):
     capsys.readouterr()
     main(["evaluate", str(run), "--episodes", "2", "--json"])
     assert json.loads(capsys.readouterr().out)["env_id"] == f"{name}:Reach1D-v0"
+
+
+@pytest.mark.slow
+@needs_postgres
+def test_the_pipeline_runs_the_env_in_containers_of_an_image_built_with_it(tmp_path, modules, request, capfd):
+    """docs/own-env.md "In containers": the step image as built refuses the env as its first step starts (the
+    page's line); ``image build --with`` the module, and the pipeline trains, evaluates and registers it in
+    containers, each run tagged with what the image added."""
+    if not IN_CI and not daemon_available():
+        pytest.skip("no Docker daemon answers (start dockerd; .ci/run does): the steps run in containers")
+    request.getfixturevalue("records")  # a private copy of the image record: the --with build goes there
+    request.getfixturevalue("mlflow_server")  # the containers reach it on the host network
+    name = modules(_block("The example env module", "python"))
+    config = _config(tmp_path, name)
+    sets = [a for item in TINY for a in ("--set", item)]
+    run = ["pipeline", "run", "--config", str(config), "--runner", "docker", *sets]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*run, "--root", str(tmp_path / "stock")])
+    assert exit_info.value.code == 1
+    logged = capfd.readouterr()
+    refused = [line for line in (logged.out + logged.err).splitlines() if "cannot import module" in line]
+    page = re.search(r"^error: reach\.yaml: (.*)$", DOC.read_text().split("\n## In containers")[1], re.M).group(1)
+    pattern = re.escape(page.replace("myenvs", name)).replace(re.escape("..."), ".*")
+    assert refused and re.search(pattern, refused[0]), refused
+
+    module_file = tmp_path / "userpkgs" / f"{name}.py"  # where the modules fixture wrote it
+    main(["image", "build", "--with", str(module_file)])
+    main([*run, "--root", str(tmp_path / "with")])
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    version = client.get_model_version_by_alias("reach1d-policy", "challenger")
+    assert version.tags["frugalrl.env_id"] == f"{name}:Reach1D-v0"
+    tags = client.get_run(version.run_id).data.tags
+    assert json.loads(tags["frugalrl.image_with"]) == [str(module_file)]
+    assert "-with-" in tags["frugalrl.image"]  # the run names the image it ran in

@@ -229,3 +229,44 @@ def test_a_step_container_that_fails_fast_is_a_failure_not_a_success(monkeypatch
     monkeypatch.setattr("pipelines.containers._shareable", lambda root: None)
     docker_runner(Path("."))
     assert docker_task_handler.run_docker_container is run_container_and_wait  # what each step now runs
+
+
+def test_each_with_item_is_a_package_a_wheel_modules_or_a_requirement(tmp_path):
+    from frugalrl.ops.image_with import classify
+
+    package, modules, module, wheel = tmp_path / "pkg", tmp_path / "mods", tmp_path / "myenvs.py", tmp_path / "a.whl"
+    package.mkdir(), modules.mkdir()
+    (package / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    module.write_text(""), wheel.write_text("")
+    assert classify(str(package)) == ("package", package)
+    assert classify(str(modules)) == ("modules", modules)
+    assert classify(str(module)) == ("modules", module)
+    assert classify(str(wheel)) == ("wheel", wheel)
+    assert classify("gymnasium-robotics==1.4") == ("requirement", None)
+    with pytest.raises(ImageError, match="not a pip requirement"):
+        classify(str(tmp_path / "typo folder"))
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(ImageError, match=r"a \.py module or a \.whl"):
+        classify(str(tmp_path / "notes.txt"))
+
+
+def test_the_with_layer_installs_packages_puts_modules_on_the_path_and_records_what_it_added():
+    from frugalrl.ops.image_with import MODULES, dockerfile
+
+    text = dockerfile("sha256:abc", [("modules", MODULES), ("requirement", "pkg>=1"), ("package", "/opt/x/item1")],
+                      '["myenvs.py", "pkg>=1", "./pkg"]', cert=False)  # fmt: skip
+    lines = text.splitlines()
+    assert lines[0] == "FROM sha256:abc" and lines[-1] == "USER 1000"  # back to the image's own user
+    assert 'pip install --no-cache-dir "pkg>=1" "/opt/x/item1" && pip check' in text
+    assert f"PYTHONPATH=/opt/frugalrl:{MODULES}" in text and 'FRUGALRL_IMAGE_WITH="[\\"myenvs.py\\"' in text
+    assert 'LABEL org.frugalrl.with="[\\"myenvs.py\\", \\"pkg>=1\\", \\"./pkg\\"]"' in text
+    assert "pip install" not in dockerfile("sha256:abc", [("modules", MODULES)], "[]", cert=False)
+
+
+def test_with_needs_a_step_image_built_first(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(tmp_path))
+    (tmp_path / "m.py").write_text("")
+    with pytest.raises(SystemExit) as exited:
+        main(["image", "build", "--with", str(tmp_path / "m.py")])
+    assert exited.value.code == 2
+    assert "no cpu step image was built from this checkout; run `frugalrl image build` first" in capsys.readouterr().err

@@ -11,7 +11,9 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 
+import numpy as np
 import pytest
 
 from frugalrl.config import EnvConfig, validate_config
@@ -136,3 +138,71 @@ def test_each_branchs_registered_policy_plays_with_plain_mlflow_and_gymnasium(tm
         assert returns == pytest.approx(evaluated["returns"], rel=1e-4), name
     returns, evaluated = played["plain-breakout"]  # sticky actions and another resize: the same distribution
     assert _ci_overlap(returns, evaluated["eval_ci_low"], evaluated["eval_ci_high"]), (returns, evaluated)
+
+    from frugalrl.tracking.registry import registry_client
+
+    client = registry_client()
+    for name in ("plain-cartpole", "plain-adapted", "plain-breakout"):  # a card a plain client can read
+        version = client.get_model_version(name, "1")
+        assert version.tags["frugalrl.eval_protocol"].startswith("mean return of") and version.tags["frugalrl.input"]
+        assert version.tags["frugalrl.env_id"] in version.description and "Input:" in version.description
+    assert "RGB screens" in client.get_model_version("plain-breakout", "1").tags["frugalrl.input"]
+    _served_over_rest_acts_as_in_process("models:/plain-breakout/1", tmp_path)
+
+
+def _raw_screens(env_id: str, batch: int, stack: int = 4) -> np.ndarray:
+    """``batch`` stacks of ``stack`` raw RGB ALE screens from random play, (batch, stack, 210, 160, 3) uint8."""
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+    env = gym.make(env_id, obs_type="rgb")
+    rng = np.random.default_rng(0)
+    screens, _ = env.reset(seed=1)
+    seen = [screens]
+    for _ in range(batch * stack + 20):
+        screen, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+        seen.append(env.reset()[0] if terminated or truncated else screen)
+    env.close()
+    return np.stack([np.stack(seen[20 + i * stack : 20 + (i + 1) * stack]) for i in range(batch)])
+
+
+def _served_over_rest_acts_as_in_process(uri: str, tmp_path) -> None:
+    """``mlflow models serve`` of ``uri`` (frugalrl not importable in the server) answers raw screens over REST
+    with the actions frugalrl's own policy takes on the same screens made grey, resized and stacked."""
+    import torch
+
+    from frugalrl.nets.screens import ScreenPolicy
+    from frugalrl.tracking.models import screen_input
+
+    from .conftest import _free_port, wait_until_up
+
+    blocked = tmp_path / "blocked" / "frugalrl"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('frugalrl is not installed here')\n")
+    port, log = _free_port(), tmp_path / "serve.log"
+    bin_dir = os.path.dirname(sys.executable)  # mlflow starts uvicorn from PATH: the venv's, as once activated
+    env = {**os.environ, "PYTHONPATH": str(blocked.parent), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "models", "serve", "-m", uri, "--env-manager", "local",
+             "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}/ping", lambda: server.poll() is not None, log.read_text,
+                          "mlflow models serve")  # fmt: skip
+            screens = _raw_screens("ALE/Breakout-v5", batch=3)
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/invocations", json.dumps({"inputs": screens.tolist()}).encode(),
+                {"Content-Type": "application/json"},
+            )  # fmt: skip
+            served = json.loads(urllib.request.urlopen(request, timeout=60).read())["predictions"]
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    policy = load_policy(uri)
+    stack, size, _ = screen_input(policy.spec["env"])
+    assert screens.shape[1] == stack
+    stacks = ScreenPolicy(policy, size).stack(torch.as_tensor(screens)).numpy()
+    assert served == policy.predict(stacks).tolist(), log.read_text()[-2000:]

@@ -22,6 +22,7 @@ from frugalrl.errors import ConfigError, TrackingError
 from frugalrl.nets.builders import build_policy
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.tracking.artifacts import resolve_artifact
+from frugalrl.tracking.models import FRUGALRL_POLICY
 
 POLICY_FORMAT = "frugalrl-policy-1"
 BEST_POLICY_FILE = "best_policy.pt"  # the best evaluation during training (``eval.every_steps``), as policy.pt
@@ -74,22 +75,15 @@ def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
 def load_policy(uri: str) -> ExportedPolicy:
     """Load a policy from a path or an MLflow URI (``models:/...``, ``runs:/...``)."""
     if uri.startswith(("models:/", "runs:/", "m-")):  # m-...: a logged model's id, which MLflow resolves
-        import mlflow.pytorch
 
         def failed(reason: str) -> str:
             return f"cannot load model {uri} from MLflow ({reason[:160]}); check the name and alias with the MLflow UI"
 
         local = resolve_artifact(uri, None, "model", "check the name and alias with the MLflow UI", fetch_error=failed)
-        try:
-            policy = _rehomed(mlflow.pytorch.load_model(str(local), map_location="cpu"))
-        except Exception as exc:
-            raise TrackingError(failed(str(exc).splitlines()[0])) from None
-        if not isinstance(policy, ExportedPolicy):
-            raise TrackingError(f"model {uri} is a {type(policy).__name__}, not a frugalrl policy")
-        env = make_vec_env(trained_env(policy, uri), num_envs=1, training=False)
-        policy.set_spaces(env.single_observation_space, env.single_action_space)  # for predict
-        env.close()
-        return policy.eval()
+        policy_file = Path(local) / "artifacts" / f"{FRUGALRL_POLICY}.pt"  # where log_policy_model put it
+        if not policy_file.is_file():
+            raise TrackingError(f"model {uri} is not a frugalrl policy (it has no artifact {FRUGALRL_POLICY})")
+        return load_policy_file(policy_file)[0]
     return load_policy_file(registered_policy_file(Path(uri)))[0]
 
 
@@ -101,25 +95,3 @@ def trained_env(policy: ExportedPolicy, source: str) -> EnvConfig:
     except ValidationError as exc:
         errors = exc.errors()
         raise ConfigError(_describe(errors[0], f"{source}: env", len(errors) - 1, EnvConfig)) from None
-
-
-def _rehomed(model: torch.nn.Module) -> torch.nn.Module:
-    """The loaded model with frugalrl's own classes again.
-
-    Logged policies carry frugalrl's classes by value (so plain MLflow users can load them);
-    unpickled here, they come back as copies of those classes. Each module is given the class
-    of this frugalrl with the same name, which is what a by-reference pickle would have given,
-    so type checks (the fused PPO step's, PEFT's) see the real classes.
-    """
-    import importlib
-
-    for module in model.modules():
-        cls = type(module)
-        if not cls.__module__.startswith("frugalrl"):
-            continue
-        real: object = importlib.import_module(cls.__module__)
-        for part in cls.__qualname__.split("."):
-            real = getattr(real, part, None)
-        if isinstance(real, type) and real is not cls:
-            module.__class__ = real
-    return model

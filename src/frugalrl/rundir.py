@@ -219,8 +219,8 @@ def finish_run(
     if tracker:
         if config.tracking.log_model:  # the policy the run registers (eval.policy: best_policy.pt with best)
             registered = registered_policy_file(out)
-            logged = load_policy_file(registered)[0] if registered.name == BEST_POLICY_FILE else policy
-            summary["model_uri"] = tracker.log_policy(logged, agent.model_example())
+            logged = load_policy_file(registered)[0]  # as saved, knowing its spaces (the served model's bounds)
+            summary["model_uri"] = tracker.log_policy(logged, agent.model_example(), registered)
         numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         tracker.log_metrics(numeric, step=agent.global_step)
         write_json(out / "summary.json", summary)

@@ -70,7 +70,7 @@ class SquashedGaussianActor(nn.Module):
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> ActOutput:
         action, logprob = self.sample(obs, deterministic)
-        zeros = torch.zeros(len(action), device=action.device)
+        zeros = torch.zeros_like(logprob)  # (B,), and the batch size stays symbolic in torch.export
         return ActOutput(action, logprob, zeros, action)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

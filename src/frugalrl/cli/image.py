@@ -9,7 +9,8 @@ import typer
 
 from frugalrl.cli.pipeline import _pipelines
 from frugalrl.errors import FrugalError
-from frugalrl.ops.images import build_image, push_image
+from frugalrl.ops.image_with import build_with
+from frugalrl.ops.images import DEFAULT_TORCH, build_image, push_image
 
 image_app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="The step image: build it from this checkout, push it."
@@ -23,13 +24,28 @@ def image_build(
         str | None,
         typer.Option("--base", help="The base image, or debootstrap: Debian's, made here (no registry needed)."),
     ] = None,
-    torch_spec: Annotated[str, typer.Option("--torch", help="The torch requirement.")] = "torch==2.13.0",
+    torch_spec: Annotated[str, typer.Option("--torch", help="The torch requirement.")] = DEFAULT_TORCH,
     pip_cert: Annotated[
         Path | None, typer.Option("--pip-cert", help="CA bundle for pip in the build (default: pip's `cert` here).")
     ] = None,
+    with_items: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--with",
+            help="Add your own code to the last build, as a thin layer (repeatable): a package folder, a .whl, "
+            "a .py module, a folder of modules or a pip requirement (docs/own-env.md).",
+        ),
+    ] = None,
 ) -> None:
-    """Build the step image from this checkout, tagged frugalrl:<version>-<commit>, through the Docker daemon."""
-    record = build_image(_checkout(), flavor, base, torch_spec, pip_cert, progress=typer.echo)
+    """Build the step image from this checkout, tagged frugalrl:<version>-<commit>, through the Docker daemon;
+    with --with, add your own packages to the last build instead."""
+    if with_items:
+        if base is not None or torch_spec != DEFAULT_TORCH or pip_cert is not None:
+            raise FrugalError("--with adds a layer to the last build: --base, --torch and --pip-cert belong to "
+                              "`frugalrl image build` without --with")  # fmt: skip
+        record = build_with(_checkout(), with_items, flavor, progress=typer.echo)
+    else:
+        record = build_image(_checkout(), flavor, base, torch_spec, pip_cert, progress=typer.echo)
     size = f"{record.size_bytes / 1e9:.2f} GB"
     typer.echo(f"built {record.tag} ({record.image_id[:19]}, {size}) in {record.build_s:.0f} s")
     typer.echo(f"push it: frugalrl image push --registry HOST:PORT;  try it: docker run --rm {record.tag} check")

@@ -19,18 +19,16 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from frugalrl.config import EnvConfig
 from frugalrl.envs.registry import _register_ale, validate_env_id
 from frugalrl.errors import EnvError
+from frugalrl.nets.screens import resize_grey
 
 
 def resize_frames(frames: np.ndarray, size: int) -> np.ndarray:
     """(N, 210, 160) uint8 grayscale -> (N, size, size) uint8."""
-    tensor = torch.as_tensor(frames, dtype=torch.float32).unsqueeze(1)
-    out = F.interpolate(tensor, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
-    return out.squeeze(1).round().clamp(0, 255).to(torch.uint8).numpy()
+    return resize_grey(torch.as_tensor(frames), size).numpy()
 
 
 class AtariFrameReader:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import re
 from collections.abc import Iterable
 
@@ -24,6 +25,19 @@ _WHERE = (
     "frugalrl finds a module installed in its Python environment or in a folder on PYTHONPATH, not in the working "
     "directory: export PYTHONPATH=/folder/holding/it, or pip install its package"
 )
+STEP_IMAGE_ENV = "FRUGALRL_STEP_IMAGE"  # set in the step image (images/Dockerfile.*)
+
+
+def _where() -> str:
+    """How to make a module importable, here: on this machine, or in the step image a pipeline step runs in."""
+    if not os.environ.get(STEP_IMAGE_ENV):
+        return _WHERE
+    carried = os.environ.get("FRUGALRL_IMAGE_WITH", "[]")
+    return (
+        f"this step image ({os.environ.get('FRUGALRL_IMAGE_REF', 'its reference unknown')}; added with --with: "
+        f"{carried}) cannot import it: add the module or its package with `frugalrl image build --with "
+        "PATH_OR_REQUIREMENT`, push that image and run the pipeline with it (docs/own-env.md)"
+    )
 
 
 @functools.cache
@@ -48,7 +62,7 @@ def import_env_modules(modules: Iterable[str]) -> None:
         if not _MODULE_NAME.fullmatch(module):
             raise EnvError(
                 f"{module!r} is not a module name: write the name Python imports it by (myenvs, mypkg.envs), "
-                f"not a file path; {_WHERE}"
+                f"not a file path; {_where()}"
             )
         try:
             importlib.import_module(module)
@@ -56,7 +70,7 @@ def import_env_modules(modules: Iterable[str]) -> None:
             missing = exc.name or module
             if missing == module or module.startswith(missing + "."):
                 raise EnvError(
-                    f"cannot import module {module!r} (ModuleNotFoundError: No module named {missing!r}): {_WHERE}"
+                    f"cannot import module {module!r} (ModuleNotFoundError: No module named {missing!r}): {_where()}"
                 ) from None
             raise EnvError(
                 f"importing module {module!r} failed: ModuleNotFoundError: No module named {missing!r} "

@@ -30,7 +30,7 @@ class QNetwork(nn.Module):
         """The greedy action (exploration is the learner's job, not the exported policy's)."""
         q = self(obs)
         action = q.argmax(-1)
-        zeros = torch.zeros(len(q), device=q.device)
+        zeros = q.new_zeros(q.shape[0])  # the batch size stays symbolic in torch.export
         return ActOutput(action, zeros, q.max(-1).values, q)
 
 

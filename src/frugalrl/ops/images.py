@@ -66,6 +66,8 @@ class ImageRecord:
     built_at: str
     repository: str | None = None  # HOST:PORT/frugalrl after a push
     digest: str | None = None  # sha256 of the pushed manifest
+    with_base: str | None = None  # ``image build --with``: the step image the layer went on (ops/image_with.py)
+    with_items: list[str] | None = None  # and what it added
 
     @property
     def pinned(self) -> str | None:
@@ -189,7 +191,7 @@ def build_image(
         size = write_context(repo, context, wheels, pip_cert, constraints)
         progress(f"building {tag} from {FLAVORS[flavor]} (context {size / 2**20:.0f} MiB; log: {log_path})")
         with context.open("rb") as fileobj, log_path.open("w") as log:
-            image_id = _stream_build(client, fileobj, FLAVORS[flavor], tag, build_args, log, progress)
+            image_id = stream_build(client, fileobj, FLAVORS[flavor], tag, build_args, log, progress)
     build_s = time.perf_counter() - started
     image = client.images.get(image_id)
     record = ImageRecord(flavor, tag, image.id, base or "(the Dockerfile's pinned base)", commit, dirty,
@@ -243,7 +245,7 @@ def build_failure(message: str, log_name: str) -> str:
     return f"{line} (full log: {log_name})"
 
 
-def _stream_build(client: Any, fileobj: Any, dockerfile: str, tag: str, build_args: dict, log: Any,
+def stream_build(client: Any, fileobj: Any, dockerfile: str, tag: str, build_args: dict, log: Any,
                   progress: Callable[[str], None]) -> str:  # fmt: skip
     """Send the context and follow the daemon's output; returns the new image's ID."""
     import docker

@@ -24,6 +24,7 @@ from frugalrl.peft.compare import compare
 from frugalrl.policy_store import load_policy_file, registered_policy_file
 from frugalrl.pretraining import PretrainStage
 from frugalrl.tracking.artifacts import resolve_artifact
+from frugalrl.tracking.models import model_card
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
 from frugalrl.tracking.registry import gate_promotion, register_model
 from frugalrl.tracking.store import TRACKING_SECRET_ENV, check_tracking
@@ -220,7 +221,13 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
         lineage["frugalrl.fire_reset"] = str(config.env.atari.fire_reset).lower()
     if config.env.dynamics.changed:  # the task it plays is not the stock env: say how, for plain-gymnasium users
         lineage["frugalrl.env_dynamics"] = json.dumps(config.env.dynamics.model_dump(mode="json"))
-    version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage)
+    protocol = f"mean return of {len(eval_returns)} episodes, episode i from seed {eval_seed} + i"
+    if scoring_protocol(config.env):
+        protocol += f", {scoring_protocol(config.env)} Atari games"
+    description, card = model_card(config.env.model_dump(mode="json"), config.algo, run_id, protocol)
+    lineage.update(card)
+    version = register_model(model_uri, model_name, run_id, eval_mean, "eval_mean", tags=lineage,
+                             description=description)  # fmt: skip
     decision = gate_promotion(model_name, version, run_id, eval_returns, eval_seed, config.promotion, lambda: random)
     return {"model_name": model_name, "version": version, "model_uri": model_uri, **decision}
 

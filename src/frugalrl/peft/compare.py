@@ -257,9 +257,10 @@ def _log(
             policy, adapted_config = adapted
             env = make_vec_env(adapted_config.env.model_copy(update={"num_envs": 1}), training=False)
             example, _ = env.reset(seed=adapted_config.seed)
-            env.close()
             served = ExportedPolicy(merged(policy.actor_critic), spec=policy.spec).eval()  # loads without peft
-            model_uri = tracker.log_policy(served, example.astype("float32"))
+            served.set_spaces(env.single_observation_space, env.single_action_space)
+            env.close()
+            model_uri = tracker.log_policy(served, example.astype("float32"), out / "best" / "policy.pt")
             for name in ("policy.pt", "config.yaml"):
                 tracker.log_artifact(out / "best" / name, artifact_path="best")
         return tracker.run_id, model_uri

@@ -113,14 +113,16 @@ def _log_policy_late(run_id: str, run_dir: Path) -> None:
     have logged it; summary.json gets its URI."""
     import mlflow
 
-    policy, config = load_policy_file(registered_policy_file(run_dir))
+    registered = registered_policy_file(run_dir)
+    policy, config = load_policy_file(registered)
     env = make_vec_env(config.env.model_copy(update={"num_envs": 1}), training=False)
     example, _ = env.reset(seed=config.seed)
     env.close()
     active = mlflow.active_run()  # the run itself, sending what waited when its store came back
     same = active is not None and active.info.run_id == run_id
     with contextlib.nullcontext() if same else mlflow.start_run(run_id=run_id):
-        uri = log_policy_model(policy, example[:1].astype("float32") if example.dtype != "uint8" else example[:1])
+        uri = log_policy_model(policy, example[:1].astype("float32") if example.dtype != "uint8" else example[:1],
+                               registered)  # fmt: skip
     summary_path = run_dir / "summary.json"
     if summary_path.is_file():
         summary = json.loads(summary_path.read_text())

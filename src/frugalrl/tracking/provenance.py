@@ -23,6 +23,7 @@ AUDITED_PACKAGES = ("torch", "numpy", "gymnasium", "ale-py", "mujoco", "mlflow",
 # pipeline (``pipelines.containers.pinned_image``); absent on a host.
 IMAGE_DIGEST_ENV = "FRUGALRL_IMAGE_DIGEST"
 IMAGE_REF_ENV = "FRUGALRL_IMAGE_REF"
+IMAGE_WITH_ENV = "FRUGALRL_IMAGE_WITH"  # set in an image built with --with (ops/image_with.py)
 
 
 def git_commit(path: Path | None = None) -> str:
@@ -168,6 +169,7 @@ def lineage_tags(config: ExperimentConfig, pipeline_run_id: str | None = None) -
         **pretrained_inputs(config),
         "frugalrl.image_digest": os.environ.get(IMAGE_DIGEST_ENV, "unknown"),
         "frugalrl.image": os.environ.get(IMAGE_REF_ENV, "none"),
+        "frugalrl.image_with": os.environ.get(IMAGE_WITH_ENV, "[]"),  # frugalrl image build --with: what it added
         "frugalrl.git_dirty": str(git_dirty()).lower(),
         "frugalrl.git_commit": git_commit(),
         "frugalrl.config_hash": config.hash(),

@@ -25,7 +25,13 @@ def task_name(env_id: str) -> str:
 
 
 def register_model(
-    model_uri: str, name: str, run_id: str, score: float, score_name: str, tags: dict[str, str] | None = None
+    model_uri: str,
+    name: str,
+    run_id: str,
+    score: float,
+    score_name: str,
+    tags: dict[str, str] | None = None,
+    description: str | None = None,
 ) -> str:
     """Register ``model_uri`` as a new version of ``name``, tagged with the score promotion compares.
 
@@ -36,6 +42,8 @@ def register_model(
 
     client = registry_client()
     version = mlflow.register_model(model_uri, name, tags={"frugalrl.run_id": run_id, **(tags or {})})
+    if description:
+        client.update_model_version(name, version.version, description=description)
     client.set_model_version_tag(name, version.version, "frugalrl.score", f"{score:.6f}")
     client.set_model_version_tag(name, version.version, "frugalrl.score_name", score_name)
     return str(version.version)

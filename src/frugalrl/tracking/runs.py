@@ -223,12 +223,12 @@ class RunTracker:
                 self._went_away("setting tags", error)
         self._keep({"kind": "tags", "tags": {k: str(v) for k, v in tags.items()}})
 
-    def log_policy(self, policy: Any, input_example: np.ndarray) -> str | None:
-        """Log the exported policy as an MLflow PyTorch model; its model URI (None while the store is away:
-        ``frugalrl sync`` logs it from policy.pt later)."""
+    def log_policy(self, policy: Any, input_example: np.ndarray, policy_file: Path) -> str | None:
+        """Log the exported policy (saved as ``policy_file``) as an MLflow model; its model URI (None while the
+        store is away: ``frugalrl sync`` logs it from policy.pt later)."""
         if not self.offline:
             try:
-                uri = self.log_model(policy, input_example)
+                uri = self.log_model(policy, input_example, policy_file)
                 self.mlflow.set_tags({"frugalrl.version": __version__, "frugalrl.policy_uri": uri})
                 return uri
             except Exception as error:
@@ -237,6 +237,6 @@ class RunTracker:
         return None
 
     @staticmethod
-    def log_model(policy: Any, input_example: np.ndarray) -> str:
-        """The policy as an MLflow PyTorch model of the active run; its URI (``models.log_policy_model``)."""
-        return log_policy_model(policy, input_example)
+    def log_model(policy: Any, input_example: np.ndarray, policy_file: Path) -> str:
+        """The policy as an MLflow model of the active run; its URI (``models.log_policy_model``)."""
+        return log_policy_model(policy, input_example, policy_file)
