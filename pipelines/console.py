@@ -134,7 +134,7 @@ class StageConsole:
         elif PROGRESS.match(text):
             self.console.write(f"         {text}\n")
         elif text and not NOISE.match(text):
-            self._recent.append(text[:200])
+            self._recent.append(text if text.startswith("error: ") else text[:200])  # a step's refusal: whole
 
     def _metrics(self, text: str) -> None:
         try:

@@ -209,7 +209,7 @@ def test_the_pipeline_runs_the_env_in_containers_of_an_image_built_with_it(tmp_p
     refused = [line for line in (logged.out + logged.err).splitlines() if "cannot import module" in line]
     page = re.search(r"^error: reach\.yaml: (.*)$", DOC.read_text().split("\n## In containers")[1], re.M).group(1)
     pattern = re.escape(page.replace("myenvs", name)).replace(re.escape("..."), ".*")
-    assert refused and re.search(pattern, refused[0]), refused
+    assert refused and re.search(pattern, refused[0]) and "Traceback" not in logged.out + logged.err, refused
 
     module_file = tmp_path / "userpkgs" / f"{name}.py"  # where the modules fixture wrote it
     main(["image", "build", "--with", str(module_file)])

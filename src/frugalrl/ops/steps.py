@@ -1,7 +1,8 @@
 """The pipeline steps as plain functions: paths and values in, dicts out.
 
 Each Kubeflow component in ``components/`` is a thin adapter around exactly one of these,
-so every step can also run, and be tested, without Kubeflow.
+so every step can also run, and be tested, without Kubeflow. In a step process (kfp's executor), a
+``FrugalError`` that ends the step is printed as its one line, as the CLI prints it; a bug keeps its traceback.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from frugalrl import pretraining
@@ -30,6 +33,25 @@ from frugalrl.tracking.registry import gate_promotion, register_model
 from frugalrl.tracking.store import TRACKING_SECRET_ENV, check_tracking
 from frugalrl.training import train
 from frugalrl.tuning import best_overrides, tune
+
+STEP_MAIN = "executor_main.py"  # kfp.dsl.executor_main: what every pipeline step's process runs
+
+
+def one_line_errors() -> None:
+    """Print an uncaught ``FrugalError`` as ``error: MESSAGE`` (one line, no traceback); others as before."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+        if isinstance(error, FrugalError):
+            print(f"error: {error}", file=sys.stderr, flush=True)
+        else:
+            previous(kind, error, trace)
+
+    sys.excepthook = hook
+
+
+if Path(sys.argv[0] if sys.argv else "").name == STEP_MAIN:  # imported by a step's component function
+    one_line_errors()
 
 
 def _pretraining(config: ExperimentConfig, stage: str) -> PretrainStage:
