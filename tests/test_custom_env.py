@@ -222,3 +222,16 @@ def test_the_pipeline_runs_the_env_in_containers_of_an_image_built_with_it(tmp_p
     tags = client.get_run(version.run_id).data.tags
     assert json.loads(tags["frugalrl.image_with"]) == [str(module_file)]
     assert "-with-" in tags["frugalrl.image"]  # the run names the image it ran in
+
+    uri = "models:/reach1d-policy@challenger"  # played by a plain client: no frugalrl, the module on PYTHONPATH
+    block = "import sys, runpy; sys.modules['frugalrl'] = None; "
+    block += f"sys.argv = ['play', {uri!r}, '--episodes', '3']; "
+    block += f"runpy.run_path({str(REPO / 'scripts' / 'play_registered.py')!r}, run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    played = json.loads(proc.stdout.strip().splitlines()[-1])
+    capfd.readouterr()
+    main(["evaluate", uri, "--episodes", "3", "--json"])
+    ours = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    assert played["env_id"] == ours["env_id"] == f"{name}:Reach1D-v0"
+    assert played["returns"] == pytest.approx(ours["returns"], rel=1e-5)  # same seeds, same deterministic actions

@@ -19,13 +19,13 @@ from frugalrl.errors import CheckpointError, ConfigError
 from .conftest import REPO, tiny_config
 
 DOC = REPO / "docs" / "python-api.md"
-API = ["EvalResult", "FrugalError", "Run", "evaluate", "load_config", "load_policy", "train"]
+API = ["Callback", "EvalResult", "FrugalError", "Run", "evaluate", "load_config", "load_policy", "train"]
 
 
-def _block(heading: str) -> str:
-    """The first ``python`` block under ``## heading`` in docs/python-api.md."""
-    section = DOC.read_text().split(f"\n## {heading}\n", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def _block(heading: str, number: int = 0) -> str:
+    """The ``number``-th ``python`` block under ``## heading`` in docs/python-api.md."""
+    section = DOC.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)[number]
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +131,40 @@ def test_a_policy_whose_env_no_longer_validates_is_one_line(cartpole_run):
     with pytest.raises(ConfigError, match="^the policy: env: id = 'Nowhere-v0': ") as info:
         frugalrl.evaluate(policy, episodes=1)
     assert "\n" not in str(info.value)
+
+
+def test_your_own_technique_registers_from_your_module_and_trains_as_written(tmp_path, monkeypatch, capsys):
+    """ "Your own technique": its module written to a folder on sys.path (not the working directory), the
+    page's training block run as written; a typo in the kind is the one-line config error of a built-in."""
+    from frugalrl.selectors import SELECTORS
+
+    folder = tmp_path / "userpkgs"
+    folder.mkdir()
+    (folder / "mytech.py").write_text(_block("Your own technique", 0))
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    try:
+        namespace: dict = {}
+        exec(compile(_block("Your own technique", 1), str(DOC), "exec"), namespace)
+        run = namespace["run"]
+        assert run.summary["techniques"] == ["in_order"] and capsys.readouterr().out.strip().endswith("['in_order']")
+        assert run.policy.predict(np.zeros(4, np.float32)).shape == ()
+        with pytest.raises(ConfigError, match=r"selection.kind = 'in_ordr'.*in_order"):
+            frugalrl.load_config({"plugins": ["mytech"], "selection": {"kind": "in_ordr"}})
+    finally:
+        SELECTORS.unregister("in_order")
+        sys.modules.pop("mytech", None)
+
+
+def test_evaluate_on_another_env_needs_spaces_the_policy_takes(cartpole_run, capsys):
+    from frugalrl.cli import main
+
+    result = frugalrl.evaluate(cartpole_run, episodes=2, env="CartPole-v0")  # the same spaces, another time limit
+    assert len(result.returns) == 2
+    with pytest.raises(frugalrl.FrugalError, match=r"env Acrobot-v1: observations \(6,\) .* do not fit a policy"):
+        frugalrl.evaluate(cartpole_run, episodes=2, env="Acrobot-v1")
+    with pytest.raises(SystemExit) as exited:  # the CLI says the same in one line
+        main(["evaluate", str(cartpole_run.run_dir), "--env", "Acrobot-v1"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and "do not fit a policy trained on CartPole-v1" in err

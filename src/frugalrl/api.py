@@ -8,17 +8,20 @@ Each function is the CLI's own path with Python arguments (``config.load_config`
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frugalrl.config import MAX_EVAL_EPISODES, ExperimentConfig, apply_overrides, validate_config
+from frugalrl.config import MAX_EVAL_EPISODES, EnvConfig, ExperimentConfig, apply_overrides, validate_config
 from frugalrl.config import load_config as load_config_file
+from frugalrl.envs.factory import env_spaces
 from frugalrl.errors import ConfigError, FrugalError
 from frugalrl.evaluation import EvalResult, evaluate_policy
+from frugalrl.loop import Callback
 from frugalrl.nets.policy import ExportedPolicy
+from frugalrl.policy_store import env_config, trained_env
 from frugalrl.policy_store import load_policy as load_policy_uri
-from frugalrl.policy_store import trained_env
 from frugalrl.training import train as train_run
 
 RUNS_DIR = Path("runs")  # where train puts a run given no out: runs/NAME, runs/NAME-2, ...
@@ -54,11 +57,17 @@ def train(
     *,
     overrides: list[str] | None = None,
     progress: bool | None = None,
+    resume: bool = False,
+    callbacks: Sequence[Callback] = (),
 ) -> Run:
     """Train a policy as ``config`` says (an ``ExperimentConfig``, or what ``load_config`` takes) into the new
     or empty directory ``out`` (default: ``runs/NAME``, ``runs/NAME-2``, ... for the config's name). ``progress``
-    forces the progress bar on or off (default: on when stdout is a terminal). Trains in this process, so
-    ``distributed.workers`` must be 1 (``frugalrl train --workers N`` runs several)."""
+    forces the progress bar on or off (default: on when stdout is a terminal). ``resume=True`` continues the
+    run in ``out`` from its checkpoint (``config``: that run's). ``callbacks`` (``frugalrl.Callback``) see every
+    update and may stop training. Trains in this process, so ``distributed.workers`` must be 1
+    (``frugalrl train --workers N`` runs several)."""
+    if resume and (out is None or overrides):
+        raise FrugalError("train(resume=True) continues the run in out: pass out, and no overrides")
     if isinstance(config, ExperimentConfig):
         if overrides:
             config = validate_config(apply_overrides(config.to_dict(), list(overrides), "config"), source="config")
@@ -70,7 +79,7 @@ def train(
             "run several workers with: frugalrl train CONFIG --out DIR --workers N"
         )
     run_dir = Path(out) if out is not None else _new_run_dir(config.name)
-    summary = train_run(config, run_dir, interactive=progress)
+    summary = train_run(config, run_dir, resume=resume, interactive=progress, callbacks=callbacks)
     return Run(run_dir, summary, mlflow_run_id=summary.get("mlflow_run_id"), policy=load_policy(run_dir))
 
 
@@ -88,9 +97,11 @@ def evaluate(
     episodes: int = 20,
     seed: int = 10_000,
     deterministic: bool = True,
+    env: str | None = None,
 ) -> EvalResult:
-    """Play ``episodes`` episodes of the env the policy was trained on (episode i from seed ``seed + i``, as
-    ``frugalrl evaluate`` does) and summarise their returns: mean, std, IQM and a 95% bootstrap CI.
+    """Play ``episodes`` episodes of the env the policy was trained on, or of ``env`` (an id whose observations
+    and actions the policy takes; the rest of its env config as trained), episode i from seed ``seed + i``, as
+    ``frugalrl evaluate`` does, and summarise their returns: mean, std, IQM and a 95% bootstrap CI.
     ``policy`` is a loaded policy, a ``Run``, or what ``load_policy`` takes."""
     if isinstance(policy, Run):
         policy = policy.policy
@@ -103,7 +114,32 @@ def evaluate(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise FrugalError(f"evaluate: seed {seed!r} must be a whole number >= 0")
     device = next(policy.parameters()).device  # evaluated where it is
-    return evaluate_policy(policy, trained_env(policy, "the policy"), episodes, seed, deterministic, device=device)
+    return evaluate_policy(policy, evaluation_env(policy, env), episodes, seed, deterministic, device=device)
+
+
+def evaluation_env(policy: ExportedPolicy, env: str | None = None) -> EnvConfig:
+    """The env config ``policy`` was trained on; with ``env``, that id instead, once its spaces fit the policy."""
+    trained = trained_env(policy, "the policy")
+    if env is None:
+        return trained
+    other = env_config({**EnvConfig.saved(policy.spec["env"]), "id": env}, "env")  # as trained, but the id
+    _same_spaces(trained, other)
+    return other
+
+
+def _same_spaces(trained: EnvConfig, other: EnvConfig) -> None:
+    """Refuse an env whose observations or actions a policy trained on ``trained`` cannot take."""
+    (obs_a, act_a), (obs_b, act_b) = env_spaces(trained), env_spaces(other)
+    if (
+        obs_a.shape != obs_b.shape
+        or type(act_a) is not type(act_b)
+        or act_a.shape != act_b.shape
+        or (getattr(act_a, "n", None) != getattr(act_b, "n", None))
+    ):
+        raise FrugalError(
+            f"env {other.id}: observations {obs_b.shape} and actions {act_b} do not fit a policy trained on "
+            f"{trained.id} (observations {obs_a.shape}, actions {act_a}); evaluate it on an env with the same spaces"
+        )
 
 
 def _new_run_dir(name: str) -> Path:

@@ -90,8 +90,13 @@ def load_policy(uri: str) -> ExportedPolicy:
 def trained_env(policy: ExportedPolicy, source: str) -> EnvConfig:
     """The env config ``policy`` was trained on (its ``spec``), as it validates today; else a one-line
     ``ConfigError`` naming ``source``."""
+    return env_config(EnvConfig.saved(policy.spec["env"]), f"{source}: env")
+
+
+def env_config(data: dict, source: str) -> EnvConfig:
+    """``data`` validated as an env section alone; else a one-line ``ConfigError`` naming ``source``."""
     try:
-        return EnvConfig.model_validate(EnvConfig.saved(policy.spec["env"]))
+        return EnvConfig.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
-        raise ConfigError(_describe(errors[0], f"{source}: env", len(errors) - 1, EnvConfig)) from None
+        raise ConfigError(_describe(errors[0], source, len(errors) - 1, EnvConfig)) from None

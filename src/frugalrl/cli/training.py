@@ -8,14 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
+from frugalrl import api
 from frugalrl.cli.options import SetOption
-from frugalrl.config import MAX_EVAL_EPISODES, EnvConfig, load_config, validate_config
-from frugalrl.envs.factory import env_spaces
+from frugalrl.config import MAX_EVAL_EPISODES, ExperimentConfig
 from frugalrl.errors import FrugalError
-from frugalrl.evaluation import evaluate_policy
 from frugalrl.fusion.launch import train_on_workers, under_torchrun
 from frugalrl.ops.video import record_episode
-from frugalrl.policy_store import BEST_POLICY_FILE, load_policy, registered_policy_file
+from frugalrl.policy_store import BEST_POLICY_FILE, registered_policy_file
 from frugalrl.tracking.offline import sync_run_dir
 from frugalrl.training import train as run_training
 from frugalrl.tuning import tune as run_tuning
@@ -34,7 +33,7 @@ def train(
     if workers is not None:
         overrides = [*(overrides or []), f"distributed.workers={workers}"]
     if config is not None and out is not None and not under_torchrun():
-        cfg = load_config(config, overrides or [])  # a bad config fails here, before any worker starts
+        cfg = api.load_config(config, overrides)  # a bad config fails here, before any worker starts
         if cfg.distributed.workers > 1:
             summary = train_on_workers(config, out, overrides or [], cfg.distributed.workers)
             typer.echo(f"eval_mean {summary['eval_mean']:.2f} over {summary['eval_episodes']} episodes; "
@@ -48,8 +47,10 @@ def train(
             raise FrugalError(f"--out {out} and --resume {resume} differ; a resumed run writes into its own directory")
         if overrides:
             raise FrugalError("--set cannot change a run being resumed; start a new run with --out instead")
-        cfg = load_config(config if config is not None else resume / "config.yaml")
-        summary = run_training(cfg, resume, resume=True)
+        cfg = api.load_config(config if config is not None else resume / "config.yaml")
+        summary = (
+            run_training(cfg, resume, resume=True) if under_torchrun() else api.train(cfg, resume, resume=True).summary
+        )
         out = resume
     else:
         if config is None or out is None:
@@ -57,8 +58,8 @@ def train(
                 "train needs CONFIG and --out DIR (or --resume DIR); "
                 "e.g. frugalrl train configs/cartpole-ppo.yaml --out runs/cartpole"
             )
-        cfg = load_config(config, overrides or [])
-        summary = run_training(cfg, out)
+        cfg = api.load_config(config, overrides)
+        summary = _train_here(cfg, out)
     if "rank" in summary:  # a torchrun worker other than rank 0: rank 0 reports
         typer.echo(f"worker rank {summary['rank']} done")
         return
@@ -68,6 +69,13 @@ def train(
     typer.echo(f"summary: {out / 'summary.json'}")
 
 
+def _train_here(config: ExperimentConfig, out: Path, resume: bool = False) -> dict[str, Any]:
+    """Train in this process: through the Python API, or as one torchrun worker of a multi-worker run."""
+    if under_torchrun():
+        return run_training(config, out, resume=resume)
+    return api.train(config, out, resume=resume).summary
+
+
 def tune(
     config: Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML with a tuning section.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the trials' runs and best.json.")],
@@ -75,7 +83,7 @@ def tune(
     overrides: SetOption = None,
 ) -> None:
     """Search the config's tuning.space with Optuna; several workers may share one study (OPTUNA_STORAGE)."""
-    result = run_tuning(load_config(config, overrides or []), out, worker)
+    result = run_tuning(api.load_config(config, overrides), out, worker)
     typer.echo(f"best {result['best_value']:.2f} with {' '.join(result['best_overrides'])}")
     typer.echo(f"trials: {result['trials']}; best: {out / 'best.json'}")
 
@@ -94,20 +102,17 @@ def evaluate(
     ] = None,
 ) -> None:
     """Evaluate a policy over fixed seeds: mean, std, IQM and a 95% bootstrap CI."""
-    policy = load_policy(model_uri)
+    policy = api.load_policy(model_uri)
     if (chosen := registered_policy_file(Path(model_uri))).name == BEST_POLICY_FILE:  # a run directory's, as registered
         typer.echo(f"policy: {chosen} (the run's eval.policy is best)", err=json_out)
-    saved = EnvConfig.saved(policy.spec["env"])
-    env_config = EnvConfig.model_validate(saved)
-    if env is not None:
-        env_config = validate_config({"env": {**saved, "id": env}}, source="--env").env
-        _same_spaces(EnvConfig.model_validate(saved), env_config)
-    result = evaluate_policy(policy, env_config, episodes, seed, deterministic=not stochastic)
+    env_config = api.evaluation_env(policy, env)
+    result = api.evaluate(policy, episodes, seed, deterministic=not stochastic, env=env)
+    env_id = env_config.id
     if json_out:
-        typer.echo(json.dumps({"env_id": env_config.id, **result.metrics(), "returns": result.returns}))
+        typer.echo(json.dumps({"env_id": env_id, **result.metrics(), "returns": result.returns}))
     else:
         typer.echo(
-            f"{env_config.id}: mean {result.mean:.2f}  std {result.std:.2f}  IQM {result.iqm:.2f}  "
+            f"{env_id}: mean {result.mean:.2f}  std {result.std:.2f}  IQM {result.iqm:.2f}  "
             f"95% CI [{result.ci_low:.2f}, {result.ci_high:.2f}]  ({episodes} episodes)"
         )
     if video is not None:
@@ -116,21 +121,6 @@ def evaluate(
             f"video: {recorded['path']} (episode from seed {seed}: return {recorded['episode_return']:.1f}, "
             f"{recorded['episode_steps']} steps, {recorded['frames']} frames)",
             err=json_out,  # --json keeps stdout one JSON document
-        )
-
-
-def _same_spaces(trained: Any, other: Any) -> None:
-    """Refuse ``evaluate --env`` on an env whose observations or actions the policy cannot take."""
-    (obs_a, act_a), (obs_b, act_b) = env_spaces(trained), env_spaces(other)
-    if (
-        obs_a.shape != obs_b.shape
-        or type(act_a) is not type(act_b)
-        or act_a.shape != act_b.shape
-        or (getattr(act_a, "n", None) != getattr(act_b, "n", None))
-    ):
-        raise FrugalError(
-            f"--env {other.id}: observations {obs_b.shape} and actions {act_b} do not fit a policy trained on "
-            f"{trained.id} (observations {obs_a.shape}, actions {act_a}); evaluate it on an env with the same spaces"
         )
 
 

@@ -7,9 +7,9 @@ import json
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from frugalrl.config._base import _Strict
+from frugalrl.config._base import _registered_env, _Strict
 from frugalrl.config.algos import DQNConfig, PPOConfig, SACConfig
 from frugalrl.config.env import EnvConfig
 from frugalrl.config.latent import LatentConfig
@@ -32,8 +32,14 @@ _ALGO_SECTIONS: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "dqn": DQNConfig
 
 
 class ExperimentConfig(_Strict):
-    """The root of every experiment file."""
+    """The root of every experiment file. ``plugins`` comes first: its modules register their kinds before the
+    sections naming them are checked."""
 
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="modules imported before the rest is checked, where your own techniques register their kinds "
+        "(installed or on PYTHONPATH); docs/python-api.md",
+    )
     name: str = Field("experiment", description="the run's name: MLflow's run name, the default study name")
     seed: int = Field(1, ge=0, description="seeds the envs, the networks and every random draw; change it for a repeat")
     device: Literal["auto", "cpu", "cuda"] = Field(
@@ -99,6 +105,12 @@ class ExperimentConfig(_Strict):
     log_every_updates: int = Field(
         10, ge=1, description="off a terminal, a progress line every this many updates (a terminal gets a bar)"
     )
+
+    @field_validator("plugins")
+    @classmethod
+    def _import_plugins(cls, value: list[str]) -> list[str]:
+        _registered_env(None, value)  # imports the modules alone (a one-line error naming one that fails)
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -281,4 +293,5 @@ _ADDED_LATER: dict[tuple[str, ...], Any] = {
     ("eval", "every_steps"): 0,
     ("eval", "during_episodes"): 5,
     ("eval", "policy"): "last",
+    ("plugins",): [],
 }
