@@ -368,8 +368,18 @@ def cpu_models(rows: Sequence[dict]) -> str:
             batches_of[cpu].append(batch)
     if len(batches_of) == 1:
         return next(iter(batches_of))
-    return ", ".join(f"{cpu} ({'batch' if len(b) == 1 else 'batches'} {', '.join(f'`{x}`' for x in b)})"
-                     for cpu, b in batches_of.items())  # fmt: skip
+    return ", ".join(f"{cpu} ({listed(b, 'batch', 'batches')})" for cpu, b in batches_of.items())
+
+
+LISTED_AT_MOST = 3  # a rows block names up to this many commands, commits or batches; more are counted
+
+
+def listed(items: Sequence[str], one: str, many: str) -> str:
+    """``batch `a`, `b``` for a few items; ``12 batches, `a` to `z``` (first and last as given) for more: the
+    rows in ``benchmarks/results/`` keep every one."""
+    if len(items) <= LISTED_AT_MOST:
+        return f"{one if len(items) == 1 else many} {', '.join(f'`{x}`' for x in items)}"
+    return f"{len(items)} {many}, `{items[0]}` to `{items[-1]}`"
 
 
 def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
@@ -378,19 +388,24 @@ def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
     ordered = sorted(rows, key=lambda r: str(r.get("timestamp", "")))
     first, last = ordered[0], ordered[-1]
     machine, versions = first.get("machine", {}), first.get("versions", {})
-    commits = sorted({str(r.get("git_commit")) for r in rows})
-    commands = sorted({str(r.get("command")) for r in rows})
-    batches = sorted({str(r.get("batch")) for r in rows})
+    commits = list(dict.fromkeys(str(r.get("git_commit")) for r in ordered))  # in the order they ran
+    commands = sorted({str(r.get("command")) for r in rows}, key=lambda c: (len(c), c))  # shortest first
+    batches = list(dict.fromkeys(str(r.get("batch")) for r in ordered))
     loads = [v for v in (load1(r.get("load_after")) for r in rows) if v is not None]
     try:
         where = results.resolve().relative_to(REPO_ROOT)
     except ValueError:
         where = results
     load_text = fmt_mmm(loads, "{:.2f}") if loads else "-"
+    shown = (
+        ", ".join(f"`{c}`" for c in commands)
+        if len(commands) <= LISTED_AT_MOST
+        else (f"`{commands[0]}` and {len(commands) - 1} other invocations (each row keeps its own)")
+    )
     return [
-        f"- command: {', '.join(f'`{c}`' for c in commands)}",
-        f"- date: {first.get('timestamp')} to {last.get('timestamp')}; frugalrl commit {', '.join(commits)}; "
-        f"results: `{where}`, batch {', '.join(f'`{b}`' for b in batches)}",
+        f"- command: {shown}",
+        f"- date: {first.get('timestamp')} to {last.get('timestamp')}; "
+        f"frugalrl {listed(commits, 'commit', 'commits')}; results: `{where}`, {listed(batches, 'batch', 'batches')}",
         f"- machine: {cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
         f"{cpu_models(rows)} (`lscpu` model name), "
         f"GPU: {machine.get('gpu', '?')}",

@@ -5,14 +5,15 @@
 
 Every row reads its figures from ``benchmarks/results/*.jsonl`` (nothing is typed in by hand), says
 the seeds and budget behind them, gives both ratios where a ratio is reported (ratio of medians /
-median of per-seed ratios), the command that produced the rows exactly as it was run, and a verdict
-that says no more than the evidence:
+median of per-seed ratios), the recipe that rebuilds it from a fresh clone (declared with the claim in
+``frugalrl.ops.claims.SEED_CLAIMS``; each kept row names its own invocation), and a verdict that says no
+more than the evidence:
 
 - confirmed: the measured figure is at least as good as claimed;
 - partly: the direction holds, the size does not;
 - refuted: no saving, or a loss, at a budget where an effect could have shown;
 - not measurable at this budget: with the budget (or hardware) it would need;
-- not yet measured: no kept rows (figures measured before rows were kept are archived in the doc,
+- not yet measured: no kept rows (figures measured before rows were kept are in the doc's git history,
   not used here).
 
 The verdict rules are the functions below, one per claim; a re-run of a benchmark changes the
@@ -22,12 +23,14 @@ ledger only through its rows.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 
 import _report
 from _report import paired_difference, paired_ratios
+from frugalrl.ops.claims import SEED_CLAIMS
 
 RESULTS = _report.RESULTS_DIR
 SECTION = "claims_ledger"
@@ -38,14 +41,11 @@ class Finding:
     measured: str
     evidence: str  # seeds and budget
     verdict: str
-    command: str
 
 
 @dataclass(frozen=True)
 class Claim:
-    seed: str  # which seed document
-    claim: str
-    claimed: str
+    key: str  # the claim's declaration (source, words, claimed figure, recipe): frugalrl.ops.claims.SEED_CLAIMS
     measure: Callable[[], Finding]
 
 
@@ -57,21 +57,16 @@ def both(pair: tuple[float, float], fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(pair[0])} / {fmt.format(pair[1])}"
 
 
-def commands(rows: list[dict]) -> str:
-    return ", ".join(f"`{c}`" for c in sorted({str(r["command"]) for r in rows}))
+def unmeasured(verdict: str, why: str) -> Callable[[], Finding]:
+    return lambda: Finding(why, "-", verdict)
 
 
-def unmeasured(verdict: str, why: str, command: str = "-") -> Callable[[], Finding]:
-    return lambda: Finding(why, "-", verdict, command)
-
-
-def no_rows(benchmark: str, command: str) -> Finding:
+def no_rows(benchmark: str) -> Finding:
     return Finding(
-        f"no rows in `benchmarks/results/{benchmark}.jsonl` (figures measured before rows were kept are archived in "
-        "the doc and not used here)",
+        f"no rows in `benchmarks/results/{benchmark}.jsonl` (figures measured before rows were kept are in the "
+        "doc's git history and not used here)",
         "-",
         "not yet measured",
-        f"`{command}`",
     )
 
 
@@ -95,11 +90,11 @@ def pivot_pairs(env: str, variant: str = "pivot") -> tuple[list[dict], list[tupl
     return batch, pairs
 
 
-def pivot_cut(env: str, claimed_cut: float, claimed_ratio: float, command: str) -> Callable[[], Finding]:
+def pivot_cut(env: str, claimed_cut: float, claimed_ratio: float) -> Callable[[], Finding]:
     def measure() -> Finding:
         batch, pairs = pivot_pairs(env)
         if not pairs:
-            return no_rows("pivot_vs_ppo", command)
+            return no_rows("pivot_vs_ppo")
         rand = random_return(env)
         flops = paired_ratios([(p["train_flops"], b["train_flops"]) for p, b in pairs])
         # return above a random policy, so envs with negative returns read the same way
@@ -132,7 +127,7 @@ def pivot_cut(env: str, claimed_cut: float, claimed_ratio: float, command: str) 
         else:
             verdict = f"refuted at this budget (compute cut, but return {min(ret):.2f} of PPO's)"
         steps = batch[0]["timesteps"]
-        return Finding(measured, f"{len(pairs)} seeds x {steps:,} env steps", verdict, commands(batch))
+        return Finding(measured, f"{len(pairs)} seeds x {steps:,} env steps", verdict)
 
     return measure
 
@@ -160,7 +155,7 @@ def pivot_time() -> Finding:
         parts.append(f"{env}: time {both(secs)}, return kept {kept:.3f}")
         verdicts.append((1 - max(secs), kept))
     if not parts:
-        return no_rows("pivot_vs_ppo", "python benchmarks/pivot_vs_ppo.py --seeds 5 --write")
+        return no_rows("pivot_vs_ppo")
     confirmed = [c >= 0.40 and k >= 0.98 for c, k in verdicts]
     cut_any = [c > 0 for c, _ in verdicts]
     verdict = (
@@ -168,7 +163,7 @@ def pivot_time() -> Finding:
         "partly (time cut on every env, but not 40% at 98% of the return on every env)" if all(cut_any) else
         "refuted"
     )  # fmt: skip
-    return Finding("; ".join(parts), budgets(rows), verdict, commands(rows))
+    return Finding("; ".join(parts), budgets(rows), verdict)
 
 
 def pivot_overall() -> Finding:
@@ -185,11 +180,11 @@ def pivot_overall() -> Finding:
         ok.append(1 - max(flops) >= 0.45 and min(ret) >= 0.98)
         direction.append(max(flops) < 1)
     if not parts:
-        return no_rows("pivot_vs_ppo", "python benchmarks/pivot_vs_ppo.py --seeds 5 --write")
+        return no_rows("pivot_vs_ppo")
     verdict = ("confirmed" if all(ok) else
                "partly (the cut holds everywhere; the return within 2% does not on every env)" if all(direction) else
                "refuted")  # fmt: skip
-    return Finding("; ".join(parts), budgets(rows), verdict, commands(rows))
+    return Finding("; ".join(parts), budgets(rows), verdict)
 
 
 def pivot_evaluator_share() -> Finding:
@@ -200,20 +195,19 @@ def pivot_evaluator_share() -> Finding:
         rows += batch
         shares += [p["aux_flops"] / p["train_flops"] for p, _ in pairs]
     if not shares:
-        return no_rows("pivot_vs_ppo", "python benchmarks/pivot_vs_ppo.py --seeds 5 --write")
+        return no_rows("pivot_vs_ppo")
     verdict = "confirmed" if max(shares) < 0.05 else "refuted"
     measured = (
         f"evaluator scoring, training and labels: {median(shares):.2%} of a pivot run's training FLOPs "
         f"(max {max(shares):.2%}); an MLP evaluator here, not the seed's CNN"
     )
-    return Finding(measured, budgets(rows), verdict, commands(rows))
+    return Finding(measured, budgets(rows), verdict)
 
 
 def pivot_transfer() -> Finding:
     rows = _report.newest_batch(rows_of("pivot_transfer"))
-    command = "python benchmarks/pivot_transfer.py --seeds 5 --write"
     if not rows:
-        return no_rows("pivot_transfer", command)
+        return no_rows("pivot_transfer")
     by = {(r["variant"], r["seed"]): r for r in rows}
     seeds = sorted({r["seed"] for r in rows})
     finite = [s for s in seeds if float("inf") not in (by[("transfer", s)]["steps"], by[("scratch", s)]["steps"])]
@@ -231,10 +225,7 @@ def pivot_transfer() -> Finding:
         verdict = "partly (sooner, not 35%)"
     else:
         verdict = "refuted at this budget (no consistent speed-up)"
-    return Finding(measured, f"{len(seeds)} seeds x the config's budget", verdict, commands(rows))
-
-
-SIGNALS_COMMAND = "python benchmarks/selection_signals.py --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write"
+    return Finding(measured, f"{len(seeds)} seeds x the config's budget", verdict)
 
 
 def pivot_vs_random() -> Finding:
@@ -247,7 +238,7 @@ def pivot_vs_random() -> Finding:
     rows = [r for r in rows_of(sig.NAME) if r["timesteps"] == sig.ENVS[r["env_id"]]["steps"] and not r["extra_sets"]
             and not r.get("evaluator_from")]  # fmt: skip
     if not rows:
-        return no_rows(sig.NAME, SIGNALS_COMMAND)
+        return no_rows(sig.NAME)
     found, seeds, beaten, below, thin, level = [], [], [], [], [], []
     for env in [e for e in sig.ENVS if any(r["env_id"] == e for r in rows)]:
         mine = [r for r in rows if r["env_id"] == env]
@@ -290,20 +281,18 @@ def pivot_vs_random() -> Finding:
         verdict = "confirmed (the evaluator's interval above random's on every env)"
     else:
         verdict = "not confirmed (intervals overlap random skipping's)"
-    return Finding("; ".join(found), ", ".join(seeds) + " (equal backward samples and optimizer steps)", verdict,
-                   commands(rows))  # fmt: skip
+    return Finding("; ".join(found), ", ".join(seeds) + " (equal backward samples and optimizer steps)", verdict)
 
 
 def pivot_pretrain_stability() -> Finding:
     rows = rows_of("pivot_pretrained")
     if not rows:
-        return no_rows("pivot_pretrained", "python benchmarks/pivot_pretrained.py --seeds 5 --write")
+        return no_rows("pivot_pretrained")
     return Finding(
         "the kept benchmark compares selection rules, all with a pretrained evaluator; no run without one at the "
         "same settings, so the effect of pretraining itself is not in the rows",
         "-",
         "not yet measured",
-        commands(rows),
     )
 
 
@@ -311,7 +300,7 @@ def pivot_pretrain_stability() -> Finding:
 def latent_psnr() -> Finding:
     rows = _report.newest_batch(rows_of("latent_encoders"))
     if not rows:
-        return no_rows("latent_encoders", "python benchmarks/latent_encoders.py --updates 3000 --write")
+        return no_rows("latent_encoders")
     best = {f"{r['objective']}:{r['latent_dim']}": r for r in rows}
     text = "; ".join(
         f"{k} {r['psnr_db']:.1f} dB (ball R^2 {r['ball_r2_mlp']:.2f} of a {r['ball_ceiling_r2']:.2f} ceiling)"
@@ -322,11 +311,7 @@ def latent_psnr() -> Finding:
         "partly (some objectives)" if any(ok) else "refuted")  # fmt: skip
     first = rows[0]
     return Finding(text, f"{first['updates']} updates on {first['frames']:,} random-play Breakout frames, 1 seed",
-                   verdict, commands(rows))  # fmt: skip
-
-
-LATENT_COMMAND = ("python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 "
-                  "--seeds 3 --steps 100000 --write")  # fmt: skip
+                   verdict)  # fmt: skip
 
 
 def latent_rows(protocol: str | None = None) -> tuple[list[dict], dict | None]:
@@ -339,10 +324,9 @@ def latent_rows(protocol: str | None = None) -> tuple[list[dict], dict | None]:
 def no_full_game_rows() -> Finding:
     return Finding(
         "no full-game rows in `benchmarks/results/latent_vs_pixel.jsonl` (its protocol `atari100k` rows scored single "
-        "lives with an automatic FIRE: archived in the doc, their scores not comparable with the references)",
+        "lives with an automatic FIRE: in the doc's git history, their scores not comparable with the references)",
         "-",
         "not yet measured",
-        f"`{LATENT_COMMAND}`",
     )
 
 
@@ -378,7 +362,6 @@ def latent_cost_equal_cpu() -> Finding | None:
         + "; the shared encoder is listed once beside the equal-CPU table",
         f"{budget:,.0f} training CPU-s per run, paired with pixel PPO on the same game and seed",
         verdict,
-        commands([r for pair in pairs["stages"] + pairs["real"] for r in pair]),
     )
 
 
@@ -394,12 +377,12 @@ def latent_cost() -> Finding:
         runs, encoder = latent_rows(SINGLE_LIFE_PROTOCOL)
         note = " (rows of the archived single-life protocol: their training costs stand, their scores do not)"
     if not any(r["variant"] != "pixel" for r in runs):
-        return no_rows("latent_vs_pixel", LATENT_COMMAND)
+        return no_rows("latent_vs_pixel")
     pixel = {(r["game"], r["seed"]): r for r in runs if r["variant"] == "pixel"}
     pairs = [(r, pixel[(r["game"], r["seed"])]) for r in runs
              if r["variant"] == "stages" and (r["game"], r["seed"]) in pixel]  # fmt: skip
     if not pairs:
-        return no_rows("latent_vs_pixel", LATENT_COMMAND)
+        return no_rows("latent_vs_pixel")
     flops = paired_ratios([(a["per_run_flops"], b["per_run_flops"]) for a, b in pairs])
     cpu = paired_ratios([(a["cpu_s"], b["cpu_s"]) for a, b in pairs])
     shared = f"; the shared encoder ({encoder['pretrain_flops'] / 1e12:.1f} TFLOPs) is listed once" if encoder else ""
@@ -414,17 +397,18 @@ def latent_cost() -> Finding:
         f"{both(cpu)}{shared}{note}",
         f"{len(pairs)} runs ({', '.join(games)}), {pairs[0][0]['steps']:,} real steps each",
         verdict,
-        commands([r for pair in pairs for r in pair]),
     )
 
 
-EQUAL_CPU_COMMAND = ("python benchmarks/atari_equal_cpu.py --games ALE/Boxing-v5 ALE/Breakout-v5 ALE/Pong-v5 "
-                     "--variants pixel real stages --seeds 1 2 3 4 5 --cpu-budget-s 1200 "
-                     "--encoder runs/encoders/encoder --write")  # fmt: skip
 EQUAL_CPU_SEEDS = 3  # the fewest runs per contender and game behind a verdict (issue 31: 5 latent, 3 curriculum)
 
 
-def equal_cpu(benchmark: str, command: str, setup: str = "") -> Callable[[], Finding]:
+def short_game(text: str) -> str:
+    """``ALE/Boxing-v5`` (anywhere in ``text``) as ``Boxing``: the ledger's cells stay short."""
+    return re.sub(r"(?:ALE/)?([A-Z]\w+)-v\d+", r"\1", text)
+
+
+def equal_cpu(benchmark: str, setup: str = "") -> Callable[[], Finding]:
     """The latent policy and the curriculum against pixel PPO at equal CPU-seconds, full games, from the rows of
     ``benchmark`` (``atari_equal_cpu``: the shared encoder, 3 games; ``demo_game_equal_cpu``: the demo's game,
     its encoder pretrained inside each run)."""
@@ -434,7 +418,7 @@ def equal_cpu(benchmark: str, command: str, setup: str = "") -> Callable[[], Fin
 
         rows, _ = latest(rows_of(benchmark))  # runs their step cap ended are not equal-CPU runs
         if not rows:
-            return no_rows(benchmark, command)
+            return no_rows(benchmark)
         parts, above, below, fewest = [], [], [], None
         for game in sorted({r["game"] for r in rows}):
             cells, ci = [], {}
@@ -444,17 +428,17 @@ def equal_cpu(benchmark: str, command: str, setup: str = "") -> Callable[[], Fin
                     point, low, high = _report.stratified_bootstrap_iqm({game: scores})
                     if len(scores) >= EQUAL_CPU_SEEDS:  # fewer runs give no interval worth comparing
                         ci[variant] = (point, low, high)
-                        cells.append(f"{variant} {point:.1f} [{low:.1f}, {high:.1f}] ({len(scores)} runs)")
+                        cells.append(f"{variant} {point:.1f} [{low:.1f}, {high:.1f}]")
                     else:
                         cells.append(f"{variant} {point:.1f} ({len(scores)} run{'s' if len(scores) > 1 else ''})")
                     fewest = len(scores) if fewest is None else min(fewest, len(scores))
             for variant in ("real", "stages", "adaptive"):
                 if "pixel" in ci and variant in ci:
                     if ci[variant][1] > ci["pixel"][2]:
-                        above.append(f"{game.split('/')[-1]} {variant}")
+                        above.append(f"{short_game(game)} {variant}")
                     elif ci[variant][2] < ci["pixel"][1]:
-                        below.append(f"{game.split('/')[-1]} {variant}")
-            parts.append(f"{game.split('/')[-1]}: " + ", ".join(cells))
+                        below.append(f"{short_game(game)} {variant}")
+            parts.append(f"{short_game(game)}: " + ", ".join(cells))
         budget = rows[0]["cpu_budget_s"]
         if fewest is None or fewest < EQUAL_CPU_SEEDS:
             verdict = f"not yet measured ({fewest} run(s) for the thinnest contender; {EQUAL_CPU_SEEDS} needed)"
@@ -464,25 +448,25 @@ def equal_cpu(benchmark: str, command: str, setup: str = "") -> Callable[[], Fin
             verdict = "refuted at this budget (pixel PPO scores higher for the same CPU)"
         else:
             verdict = "not measurable at this budget (intervals overlap)"
-        side = (f"; above pixel PPO (non-overlapping 95% intervals): {', '.join(above) or 'none'}"
-                f"; below: {', '.join(below) or 'none'}")  # fmt: skip
+        side = f"; above pixel PPO (intervals apart): {', '.join(above) or 'none'}; below: {', '.join(below) or 'none'}"
         from atari_equal_cpu import by_contender, curriculum_lines
 
         curriculum = curriculum_lines(by_contender(rows), sorted({r["game"] for r in rows}))
-        if curriculum:
-            side += "; the curriculum against 100% real latent: " + "; ".join(curriculum)
+        if curriculum:  # the section says how many runs each and what an interval holding 0 means
+            short = [
+                re.sub(r" \((?:\d+ against \d+ runs|the interval holds 0[^)]*)\)", "", line) for line in curriculum
+            ]
+            side += "; the curriculum minus 100% real latent: " + "; ".join(
+                short_game(line.replace(" minus real", "").replace("IQM difference ", "")) for line in short
+            )
         return Finding(
-            f"score IQM [95% stratified-bootstrap CI] at {budget:,.0f} training CPU-s per run{setup}: "
-            f"{'; '.join(parts)}{side}",
-            f"{len(rows)} runs, 30 full games each, one torch thread",
+            f"score IQM [95% CI]{setup}: {'; '.join(parts)}{side}",
+            f"{len(rows)} runs ({fewest} or more per contender and game) of {budget:,.0f} training CPU-s, 30 full "
+            "games each, one torch thread",
             verdict,
-            commands(rows),
         )
 
     return measure
-
-
-DEMO_GAME_COMMAND = "python benchmarks/demo_game_equal_cpu.py --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu"
 
 
 def latent_transfer() -> Finding:
@@ -505,7 +489,6 @@ def latent_transfer() -> Finding:
         f"score {median(firsts):.1f}{beside}, human {human:g}",
         f"{len(firsts)} seeds",
         "confirmed" if median(firsts) >= human else "refuted",
-        commands(held),
     )
 
 
@@ -517,7 +500,6 @@ def latent_compression() -> Finding:
         f"{1 - latent / frame:.1%} less) or {stack:,} (the 4-frame stack, {1 - latent / stack:.1%} less)",
         "-",
         "confirmed (by construction: a setting, not an effect)",
-        "`frugalrl pretrain encoder` with `latent.latent_dim: 32` (configs/breakout-latent.yaml)",
     )
 
 
@@ -530,15 +512,13 @@ def peft(method: str) -> Callable[[], Finding]:
 
         rows = peft_methods.contest_rows(rows_of("peft_methods"))
         if not rows:
-            return no_rows("peft_methods", "python benchmarks/peft_methods.py --workers 2 --stop-after-s 3000 --write")
-        return Finding(*peft_methods.claim_finding(rows, method), commands(rows))
+            return no_rows("peft_methods")
+        return Finding(*peft_methods.claim_finding(rows, method))
 
     return measure
 
 
 # --------------------------------------------------------------------------- RMT
-RMT_COMMAND = ("python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 100000 --seeds 5 "
-               "--variants plain +replay +meta --no-peers --workers 2 --write")  # fmt: skip
 
 
 def rmt_table(variant: str) -> list[dict]:
@@ -570,7 +550,7 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
         by = {(r["variant"], r["seed"]): r for r in rows}
         seeds = sorted(s for v, s in by if v == variant and ("plain", s) in by)
         if not seeds:
-            return no_rows("rmt_ablation", RMT_COMMAND)
+            return no_rows("rmt_ablation")
         paired = {key: paired_difference([(by[(variant, s)][key], by[("plain", s)][key]) for s in seeds])
                   for key in ("eval_mean", "mean_train_return")}  # fmt: skip
         diffs = {key: p.per_seed for key, p in paired.items()}
@@ -600,13 +580,9 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
         else:
             verdict = "refuted at this budget (no consistent gain)"
         steps = rows[0]["real_env_steps"]
-        return Finding(measured, f"{len(seeds)} seeds x {steps:,} env steps, LunarLander-v3 DQN", verdict,
-                       commands(rows))  # fmt: skip
+        return Finding(measured, f"{len(seeds)} seeds x {steps:,} env steps, LunarLander-v3 DQN", verdict)  # fmt: skip
 
     return measure
-
-
-FRACTAL_COMMAND = "python benchmarks/fractal_vs_residual.py --envs CartPole-v1 --seeds 5 --write"
 
 
 def _censored_steps(row: dict) -> float:
@@ -644,9 +620,8 @@ def fractal_vs_residual() -> Finding:
         else:
             verdict = "refuted (not consistently sooner than the residual block)"
     if not found:
-        return no_rows("fractal_vs_residual", FRACTAL_COMMAND)
-    return Finding("; ".join(found), ", ".join(seeds) + " (DQN, same env and gradient steps)", verdict,
-                   commands(rows))  # fmt: skip
+        return no_rows("fractal_vs_residual")
+    return Finding("; ".join(found), ", ".join(seeds) + " (DQN, same env and gradient steps)", verdict)  # fmt: skip
 
 
 def rmt_share() -> Finding:
@@ -654,22 +629,20 @@ def rmt_share() -> Finding:
     shares = {v: [r["top10_share"] for r in rows if r["variant"] == v and r.get("top10_share") is not None]
               for v in ("plain", "+replay")}  # fmt: skip
     if not shares["+replay"]:
-        return no_rows("rmt_ablation", RMT_COMMAND)
+        return no_rows("rmt_ablation")
     return Finding(
         f"share of draws from the top-10% |TD error| transitions: uniform {median(shares['plain']):.1%}, tiered "
         f"{median(shares['+replay']):.1%}; the hot tier is the top 10% drawn with weight 0.5, so this restates the "
         "setting; the claim's effect is the reuse row above",
         f"{len(shares['+replay'])} seeds",
         "not measurable as stated (a setting measured back, not an effect)",
-        commands(rows),
     )
 
 
 def fusion_bytes() -> Finding:
     rows = _report.newest_batch(rows_of("fusion"))
-    command = "python benchmarks/fusion.py --envs CartPole-v1 --seeds 3 --steps 50000 --eval-episodes 10 --write"
     if not rows:
-        return no_rows("fusion", command)
+        return no_rows("fusion")
     dense = {r["seed"]: r for r in rows if r["variant"] == "dense"}
     topk = [r for r in rows if r["variant"] == "topk 0.2"]
     wire = paired_ratios([(r["wire_bytes"], dense[r["seed"]]["wire_bytes"]) for r in topk])
@@ -684,13 +657,13 @@ def fusion_bytes() -> Finding:
     kept = "return kept" if min(ret) >= 0.98 else f"return {min(ret):.2f} of dense"
     verdict = (f"partly (75% holds at 2 workers, {kept}; not as workers are added)" if max(wire) <= 0.25
                else "refuted")  # fmt: skip
-    return Finding(measured, f"{len(topk)} seeds x {rows[0]['steps']:,} steps per worker", verdict, commands(rows))
+    return Finding(measured, f"{len(topk)} seeds x {rows[0]['steps']:,} steps per worker", verdict)
 
 
 def env_speed() -> Finding:
     rows = _report.newest_batch(rows_of("env_throughput"))
     if not rows:
-        return no_rows("env_throughput", "python benchmarks/env_throughput.py --write")
+        return no_rows("env_throughput")
     parts = []
     best = []
     for env in dict.fromkeys(r["env_id"] for r in rows):
@@ -704,93 +677,81 @@ def env_speed() -> Finding:
     claimed = 15 / 2.3
     verdict = "confirmed" if min(best) >= claimed else ("partly (faster, not 6.5x on every env)" if min(best) > 1
                                                         else "refuted")  # fmt: skip
-    return Finding("; ".join(parts), f"{rows[0]['repeats']} repeats per contender", verdict, commands(rows))
+    return Finding("; ".join(parts), f"{rows[0]['repeats']} repeats per contender", verdict)
 
 
 GPU = "not measurable here (needs GPUs; this machine has none)"
+# One row per declared claim (frugalrl.ops.claims.SEED_CLAIMS: its words, figure and recipe), in its order.
 CLAIMS = [
     # PivotRL
-    Claim("PivotRL", "training time cut at the same hardware", "40-60% less time, >= 98% task completion", pivot_time),
-    Claim("PivotRL", "evaluator overhead", "< 5% of the main model's compute", pivot_evaluator_share),
-    Claim("PivotRL", "CartPole compute cut at the same score", "52% less, 97.8 vs 98.3%",
-          pivot_cut("CartPole-v1", 0.52, 97.8 / 98.3,
-                    "python benchmarks/pivot_vs_ppo.py --env CartPole-v1 --seeds 5 --write")),
-    Claim("PivotRL", "LunarLander compute cut at the same score", "48% less, 88.7 vs 89.2%",
-          pivot_cut("LunarLander-v3", 0.48, 88.7 / 89.2,
-                    "python benchmarks/pivot_vs_ppo.py --env LunarLander-v3 --seeds 3 --write")),
-    Claim("PivotRL", "MountainCar compute cut at the same score", "55% less, 94.3 vs 95.1%",
-          pivot_cut("MountainCar-v0", 0.55, 94.3 / 95.1,
-                    "python benchmarks/pivot_vs_ppo.py --env MountainCar-v0 --seeds 5 --write")),
-    Claim("PivotRL", "importance sampling overall", "about 45% less compute, < 2% performance loss", pivot_overall),
-    Claim("PivotRL", "the evaluator picks the samples that matter", "its choice keeps the return (implied: better than "
-          "a random skip of the same size)", pivot_vs_random),
-    Claim("PivotRL", "evaluator transfer speeds training up",
-          "+35% (CartPole -> MountainCar), < 1000 fine-tuning steps",
-          pivot_transfer),
-    Claim("PivotRL", "evaluator pretraining steadies the start", "+30% early stability", pivot_pretrain_stability),
-    Claim("PivotRL", "8-node distributed efficiency", "4.2x", unmeasured(
-        "not measurable here (needs an 8-node cluster)", "-")),
-    Claim("PivotRL", "mixed precision", "-40% memory, +25% speed", unmeasured(GPU, "-")),
+    Claim("pivot_time", pivot_time),
+    Claim("pivot_evaluator_share", pivot_evaluator_share),
+    Claim("pivot_cartpole", pivot_cut("CartPole-v1", 0.52, 97.8 / 98.3)),
+    Claim("pivot_lunarlander", pivot_cut("LunarLander-v3", 0.48, 88.7 / 89.2)),
+    Claim("pivot_mountaincar", pivot_cut("MountainCar-v0", 0.55, 94.3 / 95.1)),
+    Claim("pivot_overall", pivot_overall),
+    Claim("pivot_vs_random", pivot_vs_random),
+    Claim("pivot_transfer", pivot_transfer),
+    Claim("pivot_pretrain", pivot_pretrain_stability),
+    Claim("pivot_nodes", unmeasured("not measurable here (needs an 8-node cluster)", "-")),
+    Claim("pivot_mixed_precision", unmeasured(GPU, "-")),
     # RLVR
-    Claim("RLVR", "training cost in latent space", "cost cut to 2%", latent_cost),
-    Claim("RLVR", "the latent policy plays better for the same compute", "cost cut to 2% at the same score",
-          equal_cpu("atari_equal_cpu", EQUAL_CPU_COMMAND, " (frozen shared encoder)")),
-    Claim("RLVR", "the same, on the demo's game", "cost cut to 2% at the same score",
-          equal_cpu("demo_game_equal_cpu", DEMO_GAME_COMMAND, " (the encoder and world model pretrained inside "
-                    "each latent run)")),
-    Claim("RLVR", "84x84 frames to a 32-dim latent", "98.6% less data", latent_compression),
-    Claim("RLVR", "encoder reconstruction", "PSNR > 30 dB", latent_psnr),
-    Claim("RLVR", "latent size", "little gain beyond 64 dims", unmeasured(
-        "not yet measured", "needs policy returns at 32, 64 and 128 dims (the encoder benchmark has probe figures "
-        "only)")),
-    Claim("RLVR", "a Breakout encoder gives Pong a head start", "human-level first score", latent_transfer),
-    Claim("RLVR", "adaptive curriculum", "Enduro training time -40%", unmeasured(
-        "not measurable at this budget", "needs Enduro latent runs to a target score: about 10M frames per run")),
-    Claim("RLVR", "longer stage two", "Montezuma's Revenge +217% (100k -> 250k steps)", unmeasured(
-        "not measurable at this budget", "needs 250k-step stage twos on Montezuma's Revenge, days of CPU here")),
-    Claim("RLVR", "mixed precision", "1.8x on an RTX 3090", unmeasured(GPU, "-")),
-    Claim("RLVR", "PEFT: LoRA", "3.2% of the cost for 98% of the score", peft("lora")),
-    Claim("RLVR", "PEFT: Adapter", "2.8% of the cost for 95% of the score", peft("adapter")),
-    Claim("RLVR", "PEFT: BitFit", "1.9% of the cost for 82% of the score", peft("bitfit")),
-    Claim("RLVR", "PEFT: Prefix-tuning", "4.1% of the cost for 89% of the score", unmeasured(
-        "not measurable here", "frugalrl has no prefix-tuning: its `prefix` method is a bias shift W(x + p) + b")),
-    Claim("RLVR", "PEFT: LoRA best in most tasks", "best of 12 methods", peft("best")),
+    Claim("latent_cost", latent_cost),
+    Claim("latent_equal_cpu", equal_cpu("atari_equal_cpu", " (frozen shared encoder)")),
+    Claim("latent_demo_game", equal_cpu("demo_game_equal_cpu", " (the encoder and world model pretrained inside "
+                                        "each latent run)")),
+    Claim("latent_compression", latent_compression),
+    Claim("latent_psnr", latent_psnr),
+    Claim("latent_size", unmeasured("not yet measured", "needs policy returns at 32, 64 and 128 dims (the encoder "
+                                    "benchmark has probe figures only)")),
+    Claim("latent_transfer", latent_transfer),
+    Claim("latent_adaptive", unmeasured("not measurable at this budget", "needs Enduro latent runs to a target "
+                                        "score: about 10M frames per run")),
+    Claim("latent_stage_two", unmeasured("not measurable at this budget", "needs 250k-step stage twos on "
+                                         "Montezuma's Revenge, days of CPU here")),
+    Claim("latent_mixed_precision", unmeasured(GPU, "-")),
+    Claim("peft_lora", peft("lora")),
+    Claim("peft_adapter", peft("adapter")),
+    Claim("peft_bitfit", peft("bitfit")),
+    Claim("peft_prefix", unmeasured("not measurable here", "frugalrl has no prefix-tuning: its `prefix` method is "
+                                    "a bias shift W(x + p) + b")),
+    Claim("peft_best", peft("best")),
     # RMT
-    Claim("RMT", "key-sample reuse", "3-5x reuse of key samples (better learning)",
-          rmt_effect("+replay", "tiered replay (hot tier reused ~5x)")),
-    Claim("RMT", "share of key frames in the draws", "12% -> 58%", rmt_share),
-    Claim("RMT", "meta-controller", "Pendulum return +37%",
-          rmt_effect("+meta", "the meta-controller (on LunarLander; Pendulum SAC at 20k sits at its ceiling)")),
-    Claim("RMT", "top-k gradient fusion", "75% less communication", fusion_bytes),
-    Claim("RMT", "distributed efficiency", "2.8x, -61% GPU-hours on MuJoCo", unmeasured(
-        "not measurable here", "needs several GPUs on a slow link; 2 CPU workers on loopback cannot show it")),
-    Claim("RMT", "fractal residual block", "CartPole convergence +40% against ResNet", fractal_vs_residual),
-    Claim("RMT", "Boltzmann + epsilon exploration", "3x milestone discovery on Montezuma's Revenge", unmeasured(
-        "not measurable at this budget", "needs Montezuma's Revenge runs of millions of frames")),
-    Claim("RMT", "vectorised env interface", "15 ms -> 2.3 ms per step (6.5x)", env_speed),
-    Claim("RMT", "1M-step returns", "LunarLander 285 vs PPO 198 vs SAC 231; BipedalWalker 312; Breakout 452",
-          unmeasured("not yet measured", "needs 1M steps x 3 contenders x 5 seeds per env: about 10 hours "
-                     "here for LunarLander alone")),
-    Claim("RMT", "8x V100 throughput", "28k vs 12k steps/s, 94% GPU use", unmeasured(GPU, "-")),
-    Claim("RMT", "mixed precision", "1.7x on an RTX 3090", unmeasured(GPU, "-")),
-    Claim("RMT", "transfer with frozen features", "4-8x faster adaptation", unmeasured(
-        "not yet measured", "no benchmark yet")),
+    Claim("rmt_reuse", rmt_effect("+replay", "tiered replay (hot tier reused ~5x)")),
+    Claim("rmt_share", rmt_share),
+    Claim("rmt_meta", rmt_effect("+meta", "the meta-controller (on LunarLander; Pendulum SAC at 20k sits at its "
+                                 "ceiling)")),
+    Claim("rmt_fusion", fusion_bytes),
+    Claim("rmt_distributed", unmeasured("not measurable here", "needs several GPUs on a slow link; 2 CPU workers "
+                                        "on loopback cannot show it")),
+    Claim("rmt_fractal", fractal_vs_residual),
+    Claim("rmt_exploration", unmeasured("not measurable at this budget", "needs Montezuma's Revenge runs of "
+                                        "millions of frames")),
+    Claim("rmt_env_speed", env_speed),
+    Claim("rmt_returns", unmeasured("not yet measured", "needs 1M steps x 3 contenders x 5 seeds per env: about "
+                                    "10 hours here for LunarLander alone")),
+    Claim("rmt_throughput", unmeasured(GPU, "-")),
+    Claim("rmt_mixed_precision", unmeasured(GPU, "-")),
+    Claim("rmt_transfer", unmeasured("not yet measured", "no benchmark yet")),
 ]  # fmt: skip
 
 
 def render() -> str:
     rows = []
     for claim in CLAIMS:
-        found = claim.measure()
-        rows.append([f"{claim.seed}: {claim.claim}", claim.claimed, found.measured, found.evidence, found.verdict,
-                     found.command])  # fmt: skip
+        declared, found = SEED_CLAIMS[claim.key], claim.measure()
+        recipe = f"`{declared.recipe}`" if declared.recipe != "-" else "-"
+        rows.append([f"{declared.source}: {declared.claim}", declared.claimed, found.measured, found.evidence,
+                     found.verdict, recipe])  # fmt: skip
     header = ["claim (seed document)", "claimed", "measured (ratios: of medians / median of per-seed)",
-              "seeds x budget", "verdict", "command"]  # fmt: skip
+              "seeds x budget", "verdict", "recipe (from a fresh clone)"]  # fmt: skip
     intro = (
-        "One row per quantitative claim of the three seed documents, rendered by `benchmarks/ledger.py` from the "
-        "rows in `benchmarks/results/` alone (figures measured before rows were kept are archived above and not "
-        "used). Verdicts: confirmed, partly (direction holds, size does not), refuted (at a budget where an effect "
-        "could show), not measurable at this budget (with what it would need), not yet measured."
+        "One row per quantitative claim of the three seed documents, as `frugalrl.ops.claims.SEED_CLAIMS` declares "
+        "it (the pipeline's report reads the same declarations), rendered by `benchmarks/ledger.py` from the rows "
+        "in `benchmarks/results/` alone; each row's recipe rebuilds its verdict from a fresh clone, and each kept "
+        "row names the invocation that made it. Verdicts: confirmed, partly (direction holds, size does not), "
+        "refuted (at a budget where an effect could show), not measurable at this budget (with what it would "
+        "need), not yet measured."
     )
     return intro + "\n\n" + _report.markdown_table(header, rows)
 
