@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 import warnings
 from collections.abc import Callable
@@ -172,7 +173,8 @@ def run_profile_local(
     if isolated:
         stages = [s for s in (profile.train, profile.latent, profile.peft) if s is not None]
         _pin_artifact_root(uri, sorted({profile.stage_config(s).tracking.experiment for s in stages}))
-    log = f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    stamp = f"{profile.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    log = f"{stamp}.log"
     _run(build_pipeline(profile), root, log, isolated, step_image, eval_episodes=eval_episodes)
     client = registry_client()
     lines = [f"done in {(time.perf_counter() - started) / 60:.1f} min"]
@@ -183,8 +185,10 @@ def run_profile_local(
         if stage is profile.peft:
             names.append(stage.adapted_name)
         lines.extend(_champion_line(client, name) for name in names)
-    reports = sorted(root.rglob("report/html"), key=lambda p: p.stat().st_mtime)
-    lines.append(f"report: {reports[-1] if reports else 'not written'}")
+    reports = sorted(root.rglob("report/html"), key=lambda p: p.stat().st_mtime)  # kfp names the artifact's file
+    if reports:  # beside the run's log, with the extension a browser opens it by
+        shutil.copyfile(reports[-1], root / f"{stamp}-report.html")
+    lines.append(f"report: {root / f'{stamp}-report.html' if reports else 'not written'}")
     ui = f"open {uri}" if uri.startswith("http") else f"mlflow ui --backend-store-uri {uri}"
     lines.append(f"MLflow UI: {ui}")
     return lines

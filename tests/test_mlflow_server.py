@@ -102,9 +102,11 @@ def _check_the_subprocess_run(server_dag: DagRun, tmp_path: Path) -> None:
     assert f"MLflow UI: open {mlflow_server}" in out
     report = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("report: "))
     page = Path(report).read_text()
+    assert Path(report).name.endswith("-report.html")
     assert "promot" in page.lower() and "<h3>PEFT comparison</h3>" in page  # a declared artifact: it arrived
-    assert [p.name for p in Path(report).parents[1].glob("peft-compare/*")] != [] and not list(
-        Path(report).parents[1].glob("peft-compare/peft")
+    run_tree = max(Path(report).parent.rglob("report/html"), key=lambda p: p.stat().st_mtime).parents[1]
+    assert [p.name for p in run_tree.glob("peft-compare/*")] != [] and not list(
+        run_tree.glob("peft-compare/peft")
     )  # nothing undeclared was kept
 
     client = MlflowClient(tracking_uri=mlflow_server)
@@ -134,7 +136,7 @@ def _check_the_subprocess_run(server_dag: DagRun, tmp_path: Path) -> None:
     assert adapted.tags["frugalrl.lineage.peft_source"].startswith("models:/")
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id, "run")}
     assert {"run/summary.json", "run/config.yaml", "run/policy.pt", "run/metrics.jsonl"} <= artifacts
-    assert [a.path for a in client.list_artifacts(run.info.run_id, "report")] == ["report/html"]
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "report")] == ["report/report.html"]
     trials = client.search_runs([run.info.experiment_id], "tags.mlflow.parentRunId != ''")
     assert len(trials) >= 2  # one nested MLflow run per Optuna trial
     from frugalrl.policy_store import load_policy

@@ -398,3 +398,34 @@ def test_references_train_from_scratch_and_evaluate_the_source_as_it_is(tmp_path
     none = untrained(source, config.peft, target, 1)
     assert (none.train_flops, none.train_s, none.env_steps, none.adaptation.trainable) == (0.0, 0.0, 0, 0)
     assert none.curve == [] and json.loads(none.row()["curve"]) == []
+
+
+def test_the_best_method_is_named_only_where_it_beats_no_fine_tuning():
+    from frugalrl.peft.table import best_line
+
+    def row(method: str, value: float) -> dict:
+        return {"method": method, "eval_mean": value, "target": "heavy"}
+
+    solved = [row("none", 1000.0), row("full", 1000.0), row("bitfit", 1000.0)]
+    assert best_line(solved, "bitfit").startswith("the source already solves the target: no fine-tuning returns 1000.0")
+    helped = [row("none", 120.0), row("lora", 640.0)]
+    assert best_line(helped, "lora") == "lora (return 640.0 against 120.0 without fine-tuning)"
+    assert best_line([row("lora", 640.0)], "lora") == "lora (return 640.0)"
+    assert best_line([], None) == "no parameter-efficient method ran"
+
+
+def test_compare_refuses_an_out_that_holds_a_training_run_and_changes_nothing(tmp_path, capsys):
+    from frugalrl.cli import main
+
+    from .conftest import REPO, tiny_config
+
+    run = tmp_path / "run"
+    for name, text in (("config.yaml", tiny_config().to_yaml()), ("summary.json", '{"eval_mean": 1.0}\n')):
+        (run / name).parent.mkdir(exist_ok=True)
+        (run / name).write_text(text)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    with pytest.raises(SystemExit) as exited:
+        main(["peft", "compare", "--config", str(REPO / "configs" / "peft-quick.yaml"), "--out", str(run)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "is not empty" in err and err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before

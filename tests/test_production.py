@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -312,8 +313,10 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     text = (tmp_path / "report.html").read_text()
     assert baseline_free["mlflow_run_id"] is None
     assert "<h2>CartPole-v1: PPO</h2>" in text  # the branch is titled by its task and algorithm
-    assert "<h3>Learning curve</h3>" in text and "data:image/png;base64," in text
-    assert "Cost per stage" in text
+    assert "<h3>Learning curve (training episodes)</h3>" in text and "data:image/png;base64," in text
+    assert "the sampling policy, exploring" in text  # the curve says what it is, unlike the evaluation
+    assert "Cost per stage" in text and "return at training end" in text
+    assert re.search(r"<td>-?[\d.]+ over \d+ episodes</td>", text)  # the figure says what it is
     # Markdown becomes HTML, not a preformatted block of source
     assert "<li>decision: kept as <strong>challenger</strong></li>" in text and "<code>Welch</code>" in text
     assert "<pre>" not in text and "**" not in text

@@ -11,6 +11,7 @@ from frugalrl.cli.options import SetOption
 from frugalrl.config import load_config
 from frugalrl.peft.compare import compare
 from frugalrl.peft.store import apply_adapter
+from frugalrl.peft.table import best_line
 from frugalrl.policy_store import save_policy
 
 peft_app = typer.Typer(
@@ -32,7 +33,7 @@ def peft_compare_command(
     """Fine-tune the source policy on every target with every method; write the comparison table."""
     summary = compare(load_config(config, overrides or []), out, workers, resume=resume, report_only=report_only)
     typer.echo((out / "peft_table.md").read_text())
-    typer.echo(f"best parameter-efficient method: {summary['best_method']}; table: {out / 'peft_table.csv'}")
+    typer.echo(f"best: {best_line(summary['table'], summary['best_method'])}; table: {out / 'peft_table.csv'}")
 
 
 @peft_app.command("apply")

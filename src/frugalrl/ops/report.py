@@ -63,7 +63,7 @@ def _curves(runs: list[RunInput]) -> str:
         if steps:
             ax.plot(steps, returns, label=run.label)
     ax.set_xlabel("real env steps")
-    ax.set_ylabel("running episode return")
+    ax.set_ylabel("training return (mean of the last 100 episodes)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -84,16 +84,21 @@ def _cost(runs: list[RunInput]) -> str:
         s = run.summary
         if not s.get("algo"):  # not a training run (the PEFT table holds the adapted policy's cost)
             continue
-        score = f"{s['eval_mean']:.2f}" if s.get("eval_mean") is not None else "-"
+        score = "-"
+        if s.get("eval_mean") is not None:
+            score = f"{s['eval_mean']:.2f} over {s.get('eval_episodes', '?')} episodes"
         techniques = ", ".join(s.get("techniques") or []) or "-"
         flops = [f"{s.get(k, 0) / 1e9:,.2f}" for k in ("train_flops", "inference_flops", "pretrain_flops")]
         total = s.get("total_flops", s.get("train_flops", 0))
         rows.append([run.label, s.get("algo", "-"), techniques, score, f"{s.get('real_env_steps', 0):,}",
                      f"{s.get('virtual_env_steps', 0):,}", *flops, f"{total / 1e9:,.2f}",
                      f"{s.get('wall_s', 0):.1f}"])  # fmt: skip
-    header = ["stage", "algo", "techniques", "eval return", "real steps", "virtual steps", "learning GFLOPs",
-              "acting GFLOPs", "pretraining GFLOPs", "total GFLOPs", "wall s"]  # fmt: skip
-    return _table(header, rows)
+    header = ["stage", "algo", "techniques", "return at training end", "real steps", "virtual steps",
+              "learning GFLOPs", "acting GFLOPs", "pretraining GFLOPs", "total GFLOPs", "wall s"]  # fmt: skip
+    note = ("<p>Return at training end: the run's own evaluation, the deterministic policy over the episodes "
+            "shown (the config's <code>eval</code>). The promotion decision above evaluates again, on its own "
+            "seeds and number of episodes, so its mean may differ.</p>")  # fmt: skip
+    return note + _table(header, rows)
 
 
 def _world_model(runs: list[RunInput]) -> str:
@@ -143,7 +148,10 @@ def _world_model(runs: list[RunInput]) -> str:
     plot = _png(fig)
     plt.close(fig)
     note = ("<p>On each run's last real rollout: a world model that does not beat copy-last, or whose "
-            "imagined return differs from the real one, teaches the policy another game.</p>")  # fmt: skip
+            "imagined return differs from the real one, teaches the policy another game. The diagnostic gate is "
+            "this check, made after training: <em>failed</em> says the imagined game differed from the real one "
+            "(the reason follows), so the imagined steps taught little; it does not decide promotion, which "
+            "compares scores on the real game alone.</p>")  # fmt: skip
     return note + _table(header, rows) + plot
 
 
@@ -248,7 +256,10 @@ def _branch(branch: Branch) -> str:
         parts += ["<h3>Promotion</h3>", *[_markdown(d) for d in branch.decisions]]
     curved = [run for run in branch.runs if run.curve()[0]]
     if curved:
-        parts += ["<h3>Learning curve</h3>", _curves(curved)]
+        caption = ("<p>At each update, the mean return of the last 100 training episodes as the learner "
+                   "collected them (real episodes only): the sampling policy, exploring. The evaluations below "
+                   "play the deterministic policy instead, so they usually score higher.</p>")  # fmt: skip
+        parts += ["<h3>Learning curve (training episodes)</h3>", caption, _curves(curved)]
     if branch.runs:
         parts += ["<h3>Cost per stage</h3>", _cost(branch.runs)]
         quality = _world_model(branch.runs)
@@ -279,7 +290,8 @@ def build_report(
         parts += [f"<h2>Technique vs baseline ({html.escape(baseline.label)})</h2>", _ratios(runs, baseline)]
     style = (
         "body{font-family:sans-serif;max-width:1000px;margin:2em auto}td,th{border:1px solid #ccc;padding:4px 8px}"
-        "table{border-collapse:collapse;margin:1em 0}img{max-width:100%}figure{display:inline-block;margin:0 1em 1em 0}"
+        "table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto;font-size:0.9em}"
+        "img{max-width:100%}figure{display:inline-block;margin:0 1em 1em 0}"
         "section{border-top:2px solid #444;margin-top:2em}"
     )
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>" \

@@ -278,7 +278,7 @@ def report_step(branches: list[dict[str, Any]], out_html: str) -> dict[str, Any]
         mlflow.set_tracking_uri(check_tracking())
         if run_id:
             with mlflow.start_run(run_id=run_id):
-                mlflow.log_artifact(out_html, artifact_path="report")
+                mlflow.log_text(Path(out_html).read_text(), "report/report.html")  # kfp's file has no extension
         for run, _, video in recorded:  # each episode next to its policy's run
             if isinstance(video, Path) and run.summary.get("mlflow_run_id"):
                 with mlflow.start_run(run_id=run.summary["mlflow_run_id"]):

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from frugalrl.checkpoint import atomic_write_bytes
+from frugalrl.errors import CheckpointError
+from frugalrl.files import read_text
 from frugalrl.peft.finetune import REFERENCES
 
 RUN_FIELDS = ["target", "method", "seed", "eval_mean", "source_eval_mean", "trainable", "trainable_share",
@@ -171,6 +173,22 @@ def best_method(table: list[dict]) -> str | None:
     return max(scores, key=lambda m: statistics.mean(scores[m])) if scores else None
 
 
+def best_line(table: list[dict], best: str | None) -> str:
+    """What the comparison found, in words: the best method where it beats no fine-tuning (the ``none``
+    reference, mean over targets), else that the source already solves the target."""
+    if best is None:
+        return "no parameter-efficient method ran"
+    mean = {m: statistics.mean(r["eval_mean"] for r in table if r["method"] == m) for m in (best, "none")
+            if any(r["method"] == m for r in table)}  # fmt: skip
+    if "none" in mean and mean[best] <= mean["none"]:
+        return (
+            f"the source already solves the target: no fine-tuning returns {mean['none']:.1f}, the best "
+            f"parameter-efficient method ({best}) {mean[best]:.1f}"
+        )
+    against = f" against {mean['none']:.1f} without fine-tuning" if "none" in mean else ""
+    return f"{best} (return {mean[best]:.1f}{against})"
+
+
 def read_runs(path: Path) -> list[dict[str, Any]]:
     """The rows of a ``peft_runs.csv`` with their types back."""
     integers = {"seed", "trainable", "critic_trainable", "env_steps"}
@@ -182,4 +200,9 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
             return json.loads(value) if value else []
         return int(value) if key in integers else float(value)
 
-    return [{k: typed(k, v) for k, v in raw.items()} for raw in csv.DictReader(path.open())]
+    fix = "move it aside to run the comparison afresh, or restore it"
+    text = read_text(path, "the PEFT runs table", fix)
+    try:
+        return [{k: typed(k, v) for k, v in raw.items()} for raw in csv.DictReader(io.StringIO(text))]
+    except (ValueError, TypeError, AttributeError):  # a cell that is not its column's type, a short row
+        raise CheckpointError(f"the PEFT runs table {path} is not one peft compare wrote; {fix}") from None
