@@ -89,7 +89,7 @@ BAD_ENV_CONFIGS: dict[str, str] = {
     "dqn on continuous actions": "algo: dqn\nenv:\n  id: Pendulum-v1\n",
     "negative episode limit": "env:\n  id: CartPole-v1\n  kwargs:\n    max_episode_steps: -5\n",
     "unknown env kwarg": "env:\n  id: CartPole-v1\n  kwargs:\n    no_such_kwarg: 1\n",
-    "latent on classic control": "env:\n  id: CartPole-v1\nlatent:\n  enabled: true\n",
+    "latent on classic control": "env:\n  id: CartPole-v1\nrollout:\n  kind: latent\n",
 }
 
 BAD_SETS = {

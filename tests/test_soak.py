@@ -3,8 +3,10 @@ MLflow server on PostgreSQL, while the server is restarted twice and PostgreSQL 
 
 Every run must finish, every metric of every run must be in MLflow exactly once (checked against
 the run's own ``metrics.jsonl``), and the study must hold exactly its trials, none lost, none
-doubled, each logged once as an MLflow run. Loopback only; PostgreSQL is the machine's (restarted
-with ``pg_ctlcluster``, which needs root: CI has it; elsewhere the test skips, saying so).
+doubled, each logged once as an MLflow run. Loopback only. PostgreSQL is a cluster of the test's own
+(``pg_createcluster`` on a free port, dropped afterwards), so restarting it disturbs no other test and
+this one runs beside the rest; making and restarting a cluster needs root and Debian's
+postgresql-common: CI has both; elsewhere the test skips, saying so.
 """
 
 from __future__ import annotations
@@ -22,42 +24,64 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import IN_CI, PG, REPO, _admin, _free_port, needs_postgres, tiny_config
+from .conftest import IN_CI, REPO, _free_port, tiny_config
 
 TRAININGS = 6
 TUNE_WORKERS = 2
 TRIALS = 4
-OPTUNA_PG = "postgresql://postgres@127.0.0.1:5432/test"
 UP_FOR_UPDATES = 10  # after the server is back, every run goes on this long (more than one 10 s flush)
 
 
-def _can_restart_postgres() -> str | None:
-    """Why PostgreSQL cannot be restarted from here, or None."""
-    if shutil.which("pg_ctlcluster") is None or not Path("/etc/postgresql").is_dir():
-        return "pg_ctlcluster is not installed (Debian's postgresql-common)"
+def _can_make_a_cluster() -> str | None:
+    """Why a PostgreSQL cluster of the test's own cannot be made and restarted from here, or None."""
+    if shutil.which("pg_createcluster") is None or not Path("/etc/postgresql").is_dir():
+        return "pg_createcluster is not installed (Debian's postgresql-common)"
     if os.geteuid() != 0:
-        return "restarting PostgreSQL needs root"
+        return "making and restarting a PostgreSQL cluster needs root"
     return None
 
 
-def _restart_postgres() -> float:
-    """Restart the machine's cluster; the seconds it was away."""
-    version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[0]
-    began = time.monotonic()
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"], check=True,
-                   capture_output=True, timeout=120)  # fmt: skip
-    for _ in range(120):
-        if subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"], check=False).returncode == 0:
-            break
-        time.sleep(0.25)
-    return time.monotonic() - began
+class Cluster:
+    """A PostgreSQL cluster of this test's own, trust auth on 127.0.0.1 and a free port."""
+
+    def __init__(self) -> None:
+        self.version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[0]
+        self.name, self.port = f"frugalrl_soak_{uuid.uuid4().hex[:8]}", _free_port()
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Cluster:
+        subprocess.run(["pg_createcluster", self.version, self.name, "-p", str(self.port), "--start", "--",
+                        "--auth-host=trust", "--auth-local=trust"], check=True, capture_output=True,
+                       timeout=120)  # fmt: skip
+        self._ready()
+        import psycopg
+
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{self.port}/postgres", autocommit=True) as conn:
+            for database in ("mlflow", "optuna"):  # each its own tables (both keep an alembic_version)
+                conn.execute(f"CREATE DATABASE {database}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run(["pg_dropcluster", "--stop", self.version, self.name], capture_output=True, timeout=120)
+
+    def _ready(self) -> None:
+        for _ in range(240):
+            if subprocess.run(["pg_isready", "-h", "127.0.0.1", "-p", str(self.port), "-q"]).returncode == 0:
+                return
+            time.sleep(0.25)
+        raise RuntimeError(f"PostgreSQL cluster {self.name} did not come up")
+
+    def restart(self) -> None:
+        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", self.version, self.name, "restart"],
+                       check=True, capture_output=True, timeout=120)  # fmt: skip
+        self._ready()
 
 
 class Server:
     """``mlflow server`` on one Postgres database and one port, restartable (SIGKILL, then start again)."""
 
     def __init__(self, tmp_path: Path, database: str) -> None:
-        self.port, self.tmp_path, self.database = _free_port(), tmp_path, database
+        self.port, self.tmp_path, self.database = _free_port(), tmp_path, database  # database: a full URL
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
@@ -65,7 +89,7 @@ class Server:
         log = (self.tmp_path / "server.log").open("a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", "2", "--backend-store-uri", f"{PG}/{self.database}",
+             "--workers", "2", "--backend-store-uri", self.database,
              "--artifacts-destination", str(self.tmp_path / "artifacts")],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
@@ -117,22 +141,24 @@ def _wait_until(predicate, procs, timeout: float) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # restarts the machine's PostgreSQL: no other test may be using it
-@needs_postgres
 def test_many_runs_and_tuning_survive_server_and_database_restarts(tmp_path):
-    reason = _can_restart_postgres()
+    reason = _can_make_a_cluster()
     if reason:
         if IN_CI:
             pytest.fail(f"CI runs as root on Debian: {reason}")
         pytest.skip(reason)
+    with Cluster() as postgres:
+        _soak(tmp_path, postgres)
+
+
+def _soak(tmp_path: Path, postgres: Cluster) -> None:
     from mlflow import MlflowClient
 
-    database = f"soak_{uuid.uuid4().hex[:10]}"
-    _admin(f"CREATE DATABASE {database}")
-    server = Server(tmp_path, database)
+    server = Server(tmp_path, f"{postgres.url}/mlflow")
     server.start()
     study = f"soak-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "MLFLOW_TRACKING_URI": server.url, "OPTUNA_STORAGE": OPTUNA_PG}
+    optuna_storage = f"postgresql://postgres@127.0.0.1:{postgres.port}/optuna"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": server.url, "OPTUNA_STORAGE": optuna_storage}
     # each training 96 updates, a checkpoint every 5, long enough to see the store come back; the trials small
     config = tmp_path / "train.yaml"
     config.write_text(json.dumps(tiny_config(
@@ -159,7 +185,7 @@ def test_many_runs_and_tuning_survive_server_and_database_restarts(tmp_path):
         server.start()
         restarts.append("mlflow")
         _wait_until(_each_run_moved_on(outs, UP_FOR_UPDATES), everyone, 120)  # time to come back, store up
-        _restart_postgres()
+        postgres.restart()
         restarts.append("postgres")
         _wait_until(_each_run_moved_on(outs, UP_FOR_UPDATES), everyone, 120)
         server.kill()
@@ -194,7 +220,7 @@ def test_many_runs_and_tuning_survive_server_and_database_restarts(tmp_path):
 
         from frugalrl.tuning_rounds import counted
 
-        trials = counted(optuna.load_study(study_name=study, storage=OPTUNA_PG).get_trials())
+        trials = counted(optuna.load_study(study_name=study, storage=optuna_storage).get_trials())
         assert sorted(t.number for t in trials) == list(range(TRIALS))
         assert all(t.state.is_finished() and t.state.name != "FAIL" for t in trials)
         logged = client.search_runs(
@@ -213,4 +239,3 @@ def test_many_runs_and_tuning_survive_server_and_database_restarts(tmp_path):
             if proc.poll() is None:
                 proc.kill()
         server.kill()
-        _admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")

@@ -7,8 +7,9 @@ Config validation asks the registry, so a typo in ``kind`` or in the kind's ``se
 one-line config error before anything runs.
 
 This module imports nothing heavy: registering modules keep torch imports inside their factories.
-It imports no frugalrl module either: the config layer, which validates against the registries,
-finds each one by name through ``registry_for`` (``SEAMS``), so nothing in it points upward.
+It imports no frugalrl module either but the leaf ``strict_numbers``: the config layer, which validates
+against the registries, finds each one by name through ``registry_for`` (``SEAMS``), so nothing in it
+points upward.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from frugalrl.strict_numbers import BOOLEAN_NOT_NUMBER, boolean_numbers
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -92,6 +95,9 @@ class Registry(Generic[F]):
             if settings:
                 raise ValueError(f"{self.what} {kind!r} takes no settings; remove {self.section}.settings")
             return None
+        refused = boolean_numbers(model.model_fields, settings) if isinstance(settings, dict) else []
+        if refused:
+            raise ValueError(f"{refused[0]}: {BOOLEAN_NOT_NUMBER}")
         try:
             return model.model_validate(settings)
         except ValidationError as exc:

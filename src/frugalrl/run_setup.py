@@ -167,6 +167,7 @@ class RunSetup:
             checkpoint = load_checkpoint(out / CHECKPOINT_FILE)
             check_resumable(checkpoint, config, out)  # refused before config.yaml or the checkpoint is rewritten
             metrics_log_lines(out)  # a corrupt log is refused before anything is rewritten
+            pending(out)  # and so is a corrupt offline buffer
         lock = held.enter_context(RunLock.take(out)) if sync is None or sync.rank == 0 else None  # before any write
         device = start_run_dir(config, out)
         meter = CostMeter()
@@ -209,7 +210,7 @@ class RunSetup:
             print(f"{out} is a copy of {checkpoint['run_dir']}: it gets its own MLflow run (copied from {resume_id})")
             resume_id = None
         if resume_id is not None and not tags and pending(out):  # what the last attempt could not send goes first
-            print(sync_run_dir(out))
+            print(sync_run_dir(out, lock=False))  # this process holds the run's lock
         return RunTracker(self.config, run_id=resume_id, pipeline_run_id=pipeline_run_id, tags=tags, buffer_dir=out)
 
     @contextlib.contextmanager

@@ -198,6 +198,23 @@ def make_objective(config: ExperimentConfig, out: Path) -> Any:
     return objective
 
 
+def check_search_keys(config: ExperimentConfig) -> None:
+    """Each ``tuning.space`` key names a key of this config (``ppo.lr`` does not); else a one-line ``ConfigError``.
+
+    Checked when tuning starts, not when a config loads: a config whose kind a ``--set`` switched keeps a
+    tuning section it will not use for training."""
+    data = config.model_dump(mode="json")
+    for key in config.tuning.space if config.tuning else {}:
+        node: Any = data
+        for depth, part in enumerate(key.split(".")):
+            if not isinstance(node, dict) or part not in node:
+                known = ", ".join(sorted(node)) if isinstance(node, dict) and node else "none"
+                where = ".".join(key.split(".")[:depth]) or "the config"
+                raise ConfigError(f"tuning.space key {key!r}: {where} has no {part!r} (its keys: {known}); "
+                                  "see frugalrl config explain")  # fmt: skip
+            node = node[part]
+
+
 def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: str | None = None) -> dict[str, Any]:
     """Run this worker's share of the study; write ``DIR/best.json``; return the best trial.
 
@@ -207,6 +224,7 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
 
     if config.tuning is None or not config.tuning.space:
         raise ConfigError("this config has no tuning.space to search; see configs/cartpole-tune.yaml")
+    check_search_keys(config)  # before anything is written: a missing key would fail every trial
     tuning = config.tuning
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

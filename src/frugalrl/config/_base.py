@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import types
-import typing
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from frugalrl.errors import EnvError
-
-
-def _is_number_field(annotation: Any) -> bool:
-    """int or float (or an optional / union of them), not bool."""
-    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
-    options = options or (annotation,)
-    return bool({int, float} & set(options)) and bool not in options
+from frugalrl.strict_numbers import BOOLEAN_NOT_NUMBER, is_number_field
 
 
 class _Strict(BaseModel):
@@ -29,8 +21,8 @@ class _Strict(BaseModel):
     @classmethod
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         field = cls.model_fields.get(info.field_name or "")
-        if isinstance(value, bool) and field is not None and _is_number_field(field.annotation):
-            raise ValueError("a boolean is not a number here; write the number")
+        if isinstance(value, bool) and field is not None and is_number_field(field.annotation):
+            raise ValueError(BOOLEAN_NOT_NUMBER)
         return value
 
 

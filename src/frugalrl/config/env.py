@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from frugalrl.config._base import _registered_env, _Strict
 
@@ -120,6 +120,20 @@ class EnvConfig(_Strict):
         if isinstance(atari, dict) and atari.get("episodic_life"):
             return {**spec, "atari": {**atari, "episodic_life": False}}
         return spec
+
+    @model_validator(mode="after")
+    def _atari_keys_on_atari_only(self) -> EnvConfig:
+        """Atari settings on another env would be ignored silently: refused (a dump's defaults pass)."""
+        if self.id.rpartition(":")[2].startswith("ALE/"):  # envs.registry.is_atari, without loading gymnasium
+            return self
+        defaults = AtariConfig().model_dump()
+        changed = sorted(k for k, v in self.atari.model_dump().items() if v != defaults[k])
+        if changed:
+            raise ValueError(
+                f"env.atari.{changed[0]} is set, but {self.id} is not an Atari (ALE/) game: the atari section is read "
+                "for ALE ids only; remove it"
+            )
+        return self
 
     @field_validator("imports")
     @classmethod

@@ -60,7 +60,7 @@ from frugalrl.peft.table import (
     write_csv,
 )
 from frugalrl.policy_store import save_policy
-from frugalrl.rundir import start_run_dir, write_json
+from frugalrl.rundir import check_new_run_dir, start_run_dir, write_json
 from frugalrl.tracking.provenance import git_commit, lineage_source
 from frugalrl.tracking.runs import RunTracker
 from frugalrl.training import train
@@ -135,9 +135,10 @@ def compare(
         if load_config(out / "config.yaml").hash() != config.hash():
             raise ConfigError(f"{out} was started with another config; continue it with the same config and --set")
         done = read_runs(out / "peft_runs.csv") if (out / "peft_runs.csv").is_file() else []
-    elif (out / "peft_runs.csv").exists():
+    elif (out / "peft_runs.csv").exists() or ((out / "config.yaml").is_file() and (out / "source").is_dir()):
         raise ConfigError(f"{out} already holds a PEFT comparison; continue it with --resume or pick a new --out")
     else:
+        check_new_run_dir(out)  # a training run's directory, or anything else: nothing in it is written over
         start_run_dir(config, out)
     source_uri, source = peft.source, None
     if source_uri is not None:

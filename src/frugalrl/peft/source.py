@@ -20,6 +20,7 @@ from frugalrl.config import ExperimentConfig, load_config
 from frugalrl.cost import CostMeter
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, TrackingError
+from frugalrl.files import read_json_object
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.registry import registry_client
 
@@ -86,9 +87,9 @@ def load_source(uri: str) -> SourceRun:
     checkpoint = load_checkpoint(directory / "checkpoint.pt")
     summary = {}
     if (directory / "summary.json").is_file():
-        import json
-
-        summary = json.loads((directory / "summary.json").read_text())
+        summary = read_json_object(
+            directory / "summary.json", "peft.source's", "point peft.source at a SAC run directory"
+        )
     train_flops = summary.get("train_flops")
     if train_flops is None and "meter" in checkpoint:  # a run stopped early: its checkpoint's meter knows
         meter = CostMeter()

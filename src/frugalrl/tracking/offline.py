@@ -19,7 +19,9 @@ from typing import Any
 from frugalrl.checkpoint import atomic_write_bytes, load_checkpoint
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import TrackingError
+from frugalrl.files import read_json_lines, read_json_object
 from frugalrl.policy_store import load_policy_file, registered_policy_file
+from frugalrl.runlock import check_not_busy
 from frugalrl.tracking.models import log_policy_model
 from frugalrl.tracking.store import check_tracking
 
@@ -39,23 +41,21 @@ def pending(run_dir: Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / OFFLINE_FILE
     if not path.is_file():
         return []
-    entries = []
-    for line in path.read_text().splitlines():
-        try:
-            entries.append(json.loads(line))
-        except ValueError:
-            continue
-    return entries
+    return read_json_lines(path, "the offline buffer", "move it aside (what it holds is then not sent) or restore it")
 
 
 def _run_id(run_dir: Path) -> str | None:
     for written in ("summary.json", "best.json"):  # a training's, a tuning worker's
         if (run_dir / written).is_file():
-            return json.loads((run_dir / written).read_text()).get("mlflow_run_id")
+            recorded = read_json_object(run_dir / written, "the run's", "restore it from the run's MLflow artifacts")
+            return recorded.get("mlflow_run_id")
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.is_file():
         return load_checkpoint(checkpoint).get("mlflow_run_id")
     return None
+
+
+KINDS = ("metrics", "artifact", "tags", "policy", "end")  # what a buffer entry can be
 
 
 def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[str, int]:
@@ -68,20 +68,30 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
     from mlflow.entities import Metric
 
     client = MlflowClient()
-    sent = {"metrics": 0, "artifacts": 0, "tags": 0, "policy": 0, "end": 0}
-    queue = list(entries)
+    sent = {"metrics": 0, "artifacts": 0, "tags": 0, "policy": 0, "end": 0, "missing files": 0, "left waiting": 0}
+    queue, kept = list(entries), []  # kept: entries this frugalrl cannot send; they stay in the offline file
     while queue:
-        entry, kind = queue[0], queue[0]["kind"]
+        entry, kind = queue[0], queue[0].get("kind")
         if kind == "metrics":
             batch, rest = entry["metrics"][:1000], entry["metrics"][1000:]
             client.log_batch(run_id, metrics=[Metric(key, value, stamp, step) for key, value, stamp, step in batch])
             sent["metrics"] += len(batch)
             done, queue = {**entry, "metrics": batch}, ([{**entry, "metrics": rest}] if rest else []) + queue[1:]
-            _moved(run_dir, done, queue)
+            _moved(run_dir, done, kept + queue)
+            continue
+        if kind not in KINDS:  # written by a newer frugalrl, or damaged: kept for one that knows it
+            kept.append(entry)
+            sent["left waiting"] += 1
+            queue = queue[1:]
             continue
         if kind == "artifact":
-            client.log_artifact(run_id, entry["path"], artifact_path=entry.get("artifact_path"))
-            sent["artifacts"] += 1
+            if not Path(entry["path"]).is_file():  # gone since: said, and the rest is sent
+                print(f"warning: {entry['path']} waited to be logged and is gone; it is not in the MLflow run")
+                entry = {**entry, "missing": True}
+                sent["missing files"] += 1
+            else:
+                client.log_artifact(run_id, entry["path"], artifact_path=entry.get("artifact_path"))
+                sent["artifacts"] += 1
         elif kind == "tags":
             for key, value in entry["tags"].items():
                 client.set_tag(run_id, key, value)
@@ -93,7 +103,7 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
             client.set_terminated(run_id, status=entry["status"])
             sent["end"] += 1
         queue = queue[1:]
-        _moved(run_dir, entry, queue)
+        _moved(run_dir, entry, kept + queue)
     return sent
 
 
@@ -130,16 +140,27 @@ def _log_policy_late(run_id: str, run_dir: Path) -> None:
         atomic_write_bytes(summary_path, (json.dumps(summary, indent=2) + "\n").encode())
 
 
-def sync_run_dir(run_dir: Path) -> str:
-    """Send what ``run_dir`` kept while MLflow was away; mark a killed run KILLED. One line saying what was done."""
-    import mlflow
+def sync_run_dir(run_dir: Path, lock: bool = True) -> str:
+    """Send what ``run_dir`` kept while MLflow was away; mark a killed run KILLED. One line saying what was done.
 
+    With ``lock`` (``frugalrl sync``), a run whose process is still training (it holds the run directory's
+    lock) is refused in one line, before anything is read or sent; the probe creates nothing. A resume,
+    which holds the lock itself, syncs with ``lock=False``."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise TrackingError(f"{run_dir} is not a run directory; pass the --out directory of a run")
+    if lock:
+        check_not_busy(run_dir)
+    return _sync(run_dir)
+
+
+def _sync(run_dir: Path) -> str:
+    import mlflow
+
     run_id = _run_id(run_dir)
     if run_id is None:
         raise TrackingError(f"{run_dir} names no MLflow run (no summary.json or checkpoint with a run id)")
+    entries = pending(run_dir)  # the run's files are read (and a damaged one refused) before MLflow is asked
     mlflow.set_tracking_uri(check_tracking())
     client = mlflow.MlflowClient()
     try:
@@ -147,7 +168,6 @@ def sync_run_dir(run_dir: Path) -> str:
     except Exception as exc:
         reason = str(exc).splitlines()[0][:160]
         raise TrackingError(f"MLflow run {run_id} of {run_dir} cannot be read ({reason}); check the store") from None
-    entries = pending(run_dir)
     sent = replay(run_id, entries, run_dir) if entries else {}
     killed = not (run_dir / "summary.json").is_file() and not sent.get("end") and status == "RUNNING"
     if killed:  # the process died without ending its run: say so in MLflow

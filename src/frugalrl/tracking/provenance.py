@@ -13,6 +13,7 @@ from typing import Any
 from frugalrl import __version__
 from frugalrl.config import ExperimentConfig
 from frugalrl.errors import TrackingError
+from frugalrl.files import read_json_object
 from frugalrl.tracking.store import registry_client
 
 # How a container step receives its pipeline run id from outside (the PyTorchJob pods set it);
@@ -100,7 +101,7 @@ def pin_model_uri(uri: str) -> str:
     """
     summary = Path(uri) / "summary.json" if "://" not in uri and not uri.startswith("models:/") else None
     if summary is not None and summary.is_file():
-        recorded = json.loads(summary.read_text())
+        recorded = read_json_object(summary, "the pretrained run's", "pass the run directory its pretraining wrote")
         if recorded.get("registered_model") and recorded.get("registered_version"):
             return f"models:/{recorded['registered_model']}/{recorded['registered_version']}"
         return uri
