@@ -26,14 +26,14 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 demo: $(STAMP)
 	$(BIN)/frugalrl pipeline run --profile quick
 
-# -n: one pytest worker per core plus one (pytest-xdist): many tests wait on subprocesses, servers and
-# containers, and with one worker per core the suite kept 2 cores only 128% busy. --dist load hands out
-# tests one by one (a file of slow independent tests spreads over the workers). No test may rely on sharing a worker with another:
+# -n auto: one pytest worker per core (pytest-xdist; one more was tried and made the suite slower and a
+# PostgreSQL study test flaky); --dist load hands out tests one by one (a file of slow independent tests
+# spreads over both workers). No test may rely on sharing a worker with another:
 # xdist 3.8's xdist_group marks are ignored under pytest 9.2, so checks that share an expensive run are
 # one test (tests/test_mlflow_server.py); a test that restarts PostgreSQL does so on a cluster of its own
 # (tests/test_soak.py). -rs: every skipped test, with its reason; --durations: the slowest tests, so a CI
 # log shows where the suite's minutes go.
-XDIST ?= -n $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)") --dist load
+XDIST ?= -n auto --dist load
 test: $(STAMP) check-infra
 	$(BIN)/python -m pytest -q -rs --durations=25 $(XDIST)
 

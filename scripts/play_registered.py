@@ -137,17 +137,25 @@ def main(argv: list[str] | None = None) -> int:
         help="import MODULE first (repeatable)",
     )
     args = parser.parse_args(argv)
+    if args.episodes < 1 or args.max_frames < 1:
+        parser.error("--episodes and --max-frames must be at least 1")  # one line, exit 2
     for module in args.imports:  # a MODULE:EnvId tag needs none: gym.make imports MODULE itself
         importlib.import_module(module)
     env_id, dynamics, fire_reset = args.env, None, False
     if env_id is None:
         name, _, ref = args.uri.removeprefix("models:/").partition("@")
         client = mlflow.MlflowClient()
-        if ref:
-            version = client.get_model_version_by_alias(name, ref)
-        else:
-            name, _, number = args.uri.removeprefix("models:/").partition("/")
-            version = client.get_model_version(name, number)
+        try:
+            if ref:
+                version = client.get_model_version_by_alias(name, ref)
+            else:
+                name, _, number = args.uri.removeprefix("models:/").partition("/")
+                version = client.get_model_version(name, number)
+        except mlflow.exceptions.MlflowException as exc:
+            reason = str(exc).splitlines()[0][:200]
+            print(f"error: {args.uri}: {reason}; check the name and alias in the MLflow UI, and "
+                  "MLFLOW_TRACKING_URI", file=sys.stderr)  # fmt: skip
+            return 2
         env_id = version.tags.get("frugalrl.env_id")
         dynamics = json.loads(version.tags.get("frugalrl.env_dynamics", "null"))
         fire_reset = version.tags.get("frugalrl.fire_reset") == "true"

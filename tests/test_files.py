@@ -110,3 +110,19 @@ def test_sync_sends_what_it_can_reports_a_gone_file_and_keeps_what_it_cannot_sen
     assert offline.pending(tmp_path) == [entries[1]]  # still waiting, for a frugalrl that knows it
     synced = [json.loads(line) for line in (tmp_path / offline.SYNCED_FILE).read_text().splitlines()]
     assert synced[0]["missing"] is True and len(synced) == 3
+
+
+def test_play_registered_refuses_no_episodes_and_an_unknown_model_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    script = str(REPO / "scripts" / "play_registered.py")
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    for args, says in ((["models:/x@champion", "--episodes", "0"], "at least 1"),
+                       (["models:/doesnotexist@champion"], "models:/doesnotexist@champion")):  # fmt: skip
+        proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, timeout=120)
+        lines = [line for line in proc.stderr.splitlines() if line.strip() and "INFO" not in line]
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert lines[-1].startswith(("error:", "play_registered.py: error:")), lines

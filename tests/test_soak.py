@@ -1,4 +1,4 @@
-"""A team's afternoon in two minutes: six trainings and two tuning workers at once against one
+"""A team's afternoon in two minutes: four trainings and two tuning workers at once against one
 MLflow server on PostgreSQL, while the server is restarted twice and PostgreSQL once.
 
 Every run must finish, every metric of every run must be in MLflow exactly once (checked against
@@ -26,7 +26,7 @@ import pytest
 
 from .conftest import IN_CI, REPO, _free_port, tiny_config
 
-TRAININGS = 6
+TRAININGS = 4
 TUNE_WORKERS = 2
 TRIALS = 4
 UP_FOR_UPDATES = 10  # after the server is back, every run goes on this long (more than one 10 s flush)

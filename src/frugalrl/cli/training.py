@@ -48,9 +48,7 @@ def train(
         if overrides:
             raise FrugalError("--set cannot change a run being resumed; start a new run with --out instead")
         cfg = api.load_config(config if config is not None else resume / "config.yaml")
-        summary = (
-            run_training(cfg, resume, resume=True) if under_torchrun() else api.train(cfg, resume, resume=True).summary
-        )
+        summary = _train_here(cfg, resume, resume=True)
         out = resume
     else:
         if config is None or out is None:
