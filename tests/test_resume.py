@@ -19,8 +19,10 @@ from frugalrl.errors import CheckpointError
 
 def _config_file(tmp_path, selection: str = "all", compile_mode: str = "auto"):
     data = {
-        "selection": {"kind": selection, **({"settings": {"warmup_steps": 512, "refresh_every_updates": 3}}
-                                            if selection == "pivot" else {})},  # fmt: skip
+        "selection": {
+            "kind": selection,
+            **({"settings": {"warmup_steps": 512, "refresh_every_updates": 3}} if selection == "pivot" else {}),
+        },
         "name": "resume",
         "seed": 11,
         "env": {"id": "CartPole-v1", "num_envs": 4},
