@@ -210,3 +210,15 @@ def test_a_pod_without_a_shared_study_is_refused(tmp_path, monkeypatch):
     monkeypatch.delenv("KFP_POD_NAME")  # off a cluster: a sqlite study beside the run, as before
     storage_for(config, tmp_path)
     assert (tmp_path / "optuna.db").is_file()
+
+
+def test_a_search_key_the_config_lacks_is_refused_before_anything_is_written(tmp_path):
+    from frugalrl.tuning import tune
+
+    from .conftest import tiny_config
+
+    config = tiny_config(tuning={"trials": 2, "space": {"ppo.lr": {"type": "float", "low": 1e-4, "high": 1e-3}}})
+    with pytest.raises(ConfigError, match=r"tuning.space key 'ppo.lr' is not a key of this config \(ppo has: .*"
+                                          r"learning_rate"):  # fmt: skip
+        tune(config, tmp_path / "tune")
+    assert not (tmp_path / "tune").exists()

@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from frugalrl.config import ExperimentConfig, SearchDimension, apply_overrides, validate_config
+from frugalrl.config import ExperimentConfig, SearchDimension, apply_overrides, flatten, validate_config
 from frugalrl.credentials import reveal, shown
 from frugalrl.errors import ConfigError, TrainingDiverged
 from frugalrl.rundir import write_json
@@ -203,16 +203,14 @@ def check_search_keys(config: ExperimentConfig) -> None:
 
     Checked when tuning starts, not when a config loads: a config whose kind a ``--set`` switched keeps a
     tuning section it will not use for training."""
-    data = config.model_dump(mode="json")
+    flat = flatten(config.to_dict())
     for key in config.tuning.space if config.tuning else {}:
-        node: Any = data
-        for depth, part in enumerate(key.split(".")):
-            if not isinstance(node, dict) or part not in node:
-                known = ", ".join(sorted(node)) if isinstance(node, dict) and node else "none"
-                where = ".".join(key.split(".")[:depth]) or "the config"
-                raise ConfigError(f"tuning.space key {key!r}: {where} has no {part!r} (its keys: {known}); "
-                                  "see frugalrl config explain")  # fmt: skip
-            node = node[part]
+        if key not in flat:
+            parent = key.rpartition(".")[0]
+            prefix = f"{parent}." if parent else ""
+            known = sorted({k[len(prefix) :].split(".")[0] for k in flat if k.startswith(prefix)})
+            raise ConfigError(f"tuning.space key {key!r} is not a key of this config ({parent or 'the top'} has: "
+                              f"{', '.join(known) or 'no keys'}); see frugalrl config explain")  # fmt: skip
 
 
 def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: str | None = None) -> dict[str, Any]:

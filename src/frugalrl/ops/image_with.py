@@ -111,6 +111,9 @@ def build_with(repo: Path, items: list[str], flavor: str = "cpu",
     with tempfile.TemporaryDirectory(prefix="frugalrl-with-") as tmp:
         context = Path(tmp) / "context.tar"
         with tarfile.open(context, "w") as tar:
+            folder = tarfile.TarInfo("with")  # always there: COPY with/ needs it when only requirements are given
+            folder.type, folder.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(folder)
             for number, (item, kind, path) in enumerate(classified):
                 if kind == "modules":
                     assert path is not None
