@@ -25,6 +25,7 @@ from mlflow.exceptions import MlflowException
 from frugalrl.cli import main
 from frugalrl.ops.images import ImageRecord, daemon_available
 from frugalrl.ops.profiles import cpu_cores, memory_bytes
+from frugalrl.policy_store import load_policy
 
 from .cluster_executor import (
     ClusterStandIn,
@@ -134,6 +135,17 @@ def _check_the_first_run(url: str, cluster: ClusterStandIn, image: str) -> None:
         assert client.get_model_version(name, "1").tags["frugalrl.promotion"], name
     trials = client.search_runs([run.info.experiment_id], "tags.mlflow.parentRunId != ''")
     assert len(trials) >= 2  # one nested MLflow run per Optuna trial, the study in PostgreSQL
+    # the other branches' lineage: which encoder the curriculum used, which source PEFT adapted
+    latent = client.get_run(client.get_model_version("breakout-policy", "1").run_id)
+    assert latent.data.tags["frugalrl.lineage.encoder"].startswith("models:/")
+    adapted = client.get_model_version("pendulum-policy-adapted", "1")
+    assert adapted.tags["frugalrl.peft.method"] in ("full", "lora", "bitfit")
+    assert adapted.tags["frugalrl.lineage.peft_source"].startswith("models:/")
+    with pytest.MonkeyPatch.context() as patch:  # a model a step registered loads here, through the server's proxy
+        patch.setenv("MLFLOW_TRACKING_URI", url)
+        assert load_policy("models:/pendulum-policy-adapted/1").spec["env"]["id"] == "InvertedPendulum-v5"
+    (report,) = cluster.root.rglob("report/html")
+    assert "<h3>PEFT comparison</h3>" in report.read_text()  # the comparison's table, a declared artifact, arrived
 
 
 def _check_the_scheduled_run(url: str, cluster: ClusterStandIn, first: int) -> None:

@@ -213,3 +213,13 @@ def test_a_malformed_override_is_refused_without_echoing_its_password(override, 
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert SECRET not in err and shown(STORAGE) in err and err.count("\n") == 1
+
+
+def test_a_password_in_a_rejected_option_value_is_not_echoed(capsys):
+    """The CLI's last guard: whatever a message quotes from the command line, its credentials are hidden."""
+    for argv in (["pipeline", "run", "--profile", "quick", "--runner", STORAGE], ["config", "validate", STORAGE]):
+        with pytest.raises(SystemExit) as exit_info:  # a choice it is not; a file it is not (pathlib keeps one "/")
+            main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert SECRET not in err and ":***@127.0.0.1" in err and err.count("\n") == 1, err

@@ -5,9 +5,11 @@ PostgreSQL, trust auth) and a local artifact directory served through the server
 (``--artifacts-destination``), as the Kubernetes deployment in ``infra/`` runs it.
 Everything is checked through the REST client: runs, registered models, aliases, artifacts.
 
-The DAG runs once (``server_dag``), every stage an isolated subprocess, and is checked. The same DAG
-compiled for a cluster and executed from its IR, every step in a container of the step image, is
-``test_cluster_execution.py``.
+Here the DAG's PivotRL branch (evaluator, an Optuna worker, tuned training, evaluation, promotion,
+report) runs from this checkout, every stage an isolated subprocess, and its policy is audited. The
+whole DAG (``TEST_PROFILE``, every branch), compiled for a cluster and executed from its IR, every
+step in a container of the step image, is ``test_cluster_execution.py``: that one DAG run per CI
+run checks the encoder, curriculum and PEFT branches too.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ TEST_PROFILE = {
 }  # fmt: skip
 
 
-POLICIES = ("cartpole-policy", "breakout-policy", "pendulum-policy", "pendulum-policy-adapted")
+# The branch this test runs: the train stage with its evaluator and tuning.
+SERVER_PROFILE = {"name": "ci", "stages": {k: TEST_PROFILE["stages"][k] for k in ("train", "tune")}}
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,11 @@ class DagRun:
 
 @pytest.fixture(scope="module")
 def server_dag(tmp_path_factory) -> Iterator[DagRun]:
-    """The production DAG at a test budget against ``mlflow server`` on Postgres, isolated (as a
+    """The DAG's PivotRL branch at a test budget against ``mlflow server`` on Postgres, isolated (as a
     cluster runs it: each stage sees only the artifacts it declares as inputs)."""
     tmp = tmp_path_factory.mktemp("server-dag")
     profile = tmp / "ci.yaml"
-    profile.write_text(yaml.safe_dump(TEST_PROFILE))
+    profile.write_text(yaml.safe_dump(SERVER_PROFILE))
     with running_mlflow_server(tmp) as url, pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_TRACKING_URI", url)
         patch.setenv("OPTUNA_STORAGE", f"sqlite:///{tmp / 'optuna.db'}")
@@ -91,35 +94,31 @@ def server_dag(tmp_path_factory) -> Iterator[DagRun]:
 
 @pytest.mark.slow
 @needs_postgres
-def test_the_production_dag_on_a_postgres_mlflow_server(server_dag, tmp_path, monkeypatch):
+def test_the_pivot_branch_isolated_on_a_postgres_mlflow_server(server_dag, tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server_dag.url)
     _check_the_subprocess_run(server_dag, tmp_path)
 
 
 def _check_the_subprocess_run(server_dag: DagRun, tmp_path: Path) -> None:
     mlflow_server, out = server_dag.url, server_dag.out
-    assert "19 of 19 stages" in out and "FAILED" not in out and "(isolated:" in out
+    stages = next(line for line in out.splitlines() if " stages" in line and " of " in line)
+    assert "FAILED" not in out and "(isolated:" in out, out[-2000:]
+    done, _, total = stages.split(" stages")[0].split()[-3:]
+    assert done == total, stages
     assert f"MLflow UI: open {mlflow_server}" in out
     report = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("report: "))
     page = Path(report).read_text()
-    assert Path(report).name.endswith("-report.html")
-    assert "promot" in page.lower() and "<h3>PEFT comparison</h3>" in page  # a declared artifact: it arrived
-    run_tree = max(Path(report).parent.rglob("report/html"), key=lambda p: p.stat().st_mtime).parents[1]
-    assert [p.name for p in run_tree.glob("peft-compare/*")] != [] and not list(
-        run_tree.glob("peft-compare/peft")
-    )  # nothing undeclared was kept
+    assert Path(report).name.endswith("-report.html") and "promot" in page.lower()
 
     client = MlflowClient(tracking_uri=mlflow_server)
-    for name in ("cartpole-evaluator", "breakout-encoder"):
-        assert client.get_model_version_by_alias(name, "champion").version == "1", name
-    for name in POLICIES:  # a first version becomes champion only if it beats the random policy (tiny budgets here)
-        decided = client.get_model_version(name, "1").tags["frugalrl.promotion"]
-        if "first model beats the random policy" in decided:
-            assert client.get_model_version_by_alias(name, "champion").version == "1", name
-        else:
-            assert "first model does not beat the random policy" in decided, decided
-            with pytest.raises(MlflowException):
-                client.get_model_version_by_alias(name, "champion")
+    assert client.get_model_version_by_alias("cartpole-evaluator", "champion").version == "1"
+    decided = client.get_model_version("cartpole-policy", "1").tags["frugalrl.promotion"]
+    if "first model beats the random policy" in decided:  # a first version beats the random policy, or waits
+        assert client.get_model_version_by_alias("cartpole-policy", "champion").version == "1"
+    else:
+        assert "first model does not beat the random policy" in decided, decided
+        with pytest.raises(MlflowException):
+            client.get_model_version_by_alias("cartpole-policy", "champion")
     champion = client.get_model_version_by_alias("cartpole-policy", "challenger")  # this run's version, gated
     assert champion.version == "1"
     assert champion.tags["frugalrl.promotion"] and len(json.loads(champion.tags["frugalrl.eval_returns"])) == 10
@@ -129,19 +128,11 @@ def _check_the_subprocess_run(server_dag: DagRun, tmp_path: Path) -> None:
     assert tags["frugalrl.pipeline_run_id"] not in ("", "none") and "frugalrl.pkg.torch" in tags
     assert tags["frugalrl.lineage.evaluator"].startswith("models:/")  # which evaluator trained this policy
     assert any(k.startswith("ppo.learning_rate") for k in run.data.params)
-    latent = client.get_run(client.get_model_version_by_alias("breakout-policy", "challenger").run_id)
-    assert latent.data.tags["frugalrl.lineage.encoder"].startswith("models:/")
-    adapted = client.get_model_version_by_alias("pendulum-policy-adapted", "challenger")
-    assert adapted.tags["frugalrl.peft.method"] in ("full", "lora", "bitfit")
-    assert adapted.tags["frugalrl.lineage.peft_source"].startswith("models:/")
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id, "run")}
     assert {"run/summary.json", "run/config.yaml", "run/policy.pt", "run/metrics.jsonl"} <= artifacts
     assert [a.path for a in client.list_artifacts(run.info.run_id, "report")] == ["report/report.html"]
     trials = client.search_runs([run.info.experiment_id], "tags.mlflow.parentRunId != ''")
     assert len(trials) >= 2  # one nested MLflow run per Optuna trial
-    from frugalrl.policy_store import load_policy
-
-    assert load_policy("models:/pendulum-policy-adapted@challenger").spec["env"]["id"] == "InvertedPendulum-v5"
     if not git_dirty():  # the audit re-runs committed code only
         from frugalrl.ops.audit import audit
 

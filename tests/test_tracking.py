@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -77,6 +78,25 @@ def test_unreachable_server_fails_before_training(tmp_path, monkeypatch):
     assert last.startswith("error: MLflow server http://127.0.0.1:9 is unreachable")
     assert "MLFLOW_TRACKING_URI" in last
     assert not (out / "checkpoint.pt").exists() and not (out / "metrics.jsonl").exists()
+
+
+@pytest.mark.parametrize("uri", ["postgresql://probe:PW@127.0.0.1:9/mlflow", "mysql+pymysql://probe:PW@127.0.0.1:9/m"])
+def test_a_database_store_that_is_down_is_one_line_within_the_timeout(uri, monkeypatch):
+    """Not MLflow's two minutes of connection retries: one TCP try, bounded by the timeout, the password hidden."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    with pytest.raises(TrackingError) as caught:
+        check_tracking(timeout_s=2)
+    message = str(caught.value)
+    assert "does not answer on 127.0.0.1:9" in message and "PW" not in message and "probe:***@" in message
+
+
+def test_a_database_store_that_answers_passes_the_check(monkeypatch):
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        uri = f"postgresql://u@127.0.0.1:{listening.getsockname()[1]}/mlflow"
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+        assert check_tracking(timeout_s=2) == uri
 
 
 def test_sqlite_store_in_missing_folder_is_a_clear_error(tmp_path, monkeypatch):

@@ -29,8 +29,9 @@ from frugalrl.errors import ConfigError
 REDACTED = "***"
 ENV_PREFIX = "FRUGALRL_CREDENTIAL_"
 
-# scheme://user:PASSWORD@host: the password up to the first "@" (an "@" inside it must be %40).
-_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s'\"]*:)(?P<secret>[^@\s'\"]+)(?P<at>@)")
+# scheme://user:PASSWORD@host: the password up to the first "@" (an "@" inside it must be %40). One slash
+# too: a URL passed where a file was expected comes back from pathlib as scheme:/user:PASSWORD@host.
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*:/{1,2}[^:/@\s'\"]*:)(?P<secret>[^@\s'\"]+)(?P<at>@)")
 _SECRET_NAME = (
     r"password|passwd|pwd|token|access_token|refresh_token|id_token|secret|client_secret|api_key|apikey"
     r"|private_key|sig|signature|sas|x-amz-signature|x-amz-credential|x-amz-security-token"

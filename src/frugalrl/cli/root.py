@@ -13,6 +13,7 @@ import sys
 import typer
 
 from frugalrl.cli.lazy import LazyCommand, LazyGroup
+from frugalrl.credentials import shown
 from frugalrl.errors import INTERRUPTED, FrugalError
 
 # Every command, in the order ``frugalrl --help`` lists them, with the help line it shows there: the
@@ -88,10 +89,11 @@ def main(argv: list[str] | None = None) -> None:
                    standalone_mode=False)  # fmt: skip
     except typer.TyperException as exc:  # bad arguments or options (typer's public base of its usage errors)
         command = " ".join(exc.ctx.command_path.split()[1:]) if getattr(exc, "ctx", None) else ""
-        print(f"error: {exc.format_message()} (see: frugalrl {command} --help)".replace("  ", " "), file=sys.stderr)
+        line = f"error: {exc.format_message()} (see: frugalrl {command} --help)".replace("  ", " ")
+        print(shown(line), file=sys.stderr)  # an option's value may be a URL with its password
         sys.exit(exc.exit_code)
     except FrugalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {shown(str(exc))}", file=sys.stderr)  # messages hide credentials; this is the last guard
         sys.exit(exc.exit_code)
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):

@@ -17,6 +17,7 @@ from typing import Any
 
 from frugalrl import pretraining
 from frugalrl.config import ExperimentConfig, config_from_yaml_text, load_config
+from frugalrl.credentials import shown
 from frugalrl.errors import ConfigError, FrugalError, PipelineFailed, TrackingError
 from frugalrl.evaluation import evaluate_policy, random_policy_returns, scoring_protocol
 from frugalrl.fusion.jobs import distributed_manifest, submit_job
@@ -43,7 +44,7 @@ def one_line_errors() -> None:
 
     def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
         if isinstance(error, FrugalError):
-            print(f"error: {error}", file=sys.stderr, flush=True)
+            print(f"error: {shown(str(error))}", file=sys.stderr, flush=True)
         else:
             previous(kind, error, trace)
 
