@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from frugalrl.errors import ClusterError, ConfigError
+from frugalrl.fusion.trainjob import KINDS
 
 TOKEN_ENV = "KFP_TOKEN"
 
@@ -88,9 +89,35 @@ def _spec(package: Path) -> tuple[dict, dict | None]:
 SERVICE_ACCOUNT = "frugalrl-pipeline"
 
 
+# The IR's parameter types and the values each takes (bool is an int to Python: refused where a number is due).
+_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "NUMBER_INTEGER": ((int,), "an integer"), "NUMBER_DOUBLE": ((int, float), "a number"),
+    "STRING": ((str,), "a string"), "BOOLEAN": ((bool,), "true or false"),
+    "STRUCT": ((dict,), "a mapping, e.g. {key: value}"), "LIST": ((list,), "a list, e.g. [a, b]"),
+}  # fmt: skip
+# Parameters whose values the pipeline's code knows and the IR cannot say: refused before anything is sent.
+CHOICES = {"training_job_kind": KINDS}
+
+
+def check_parameters(spec: dict[str, Any], parameters: dict[str, Any]) -> None:
+    """Each ``--param`` names one of the compiled pipeline's parameters and has its type (and, where the
+    pipeline knows them, one of its values); otherwise a one-line ConfigError, as KFP would fail the run later."""
+    declared = ((spec.get("root") or {}).get("inputDefinitions") or {}).get("parameters") or {}
+    for key, value in parameters.items():
+        if key not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ConfigError(f"--param {key}: not a parameter of this pipeline; its parameters: {known}")
+        kinds, expected = _TYPES.get(declared[key].get("parameterType"), ((object,), "a value"))
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise ConfigError(f"--param {key}={json.dumps(value)}: {expected} expected")
+        if key in CHOICES and value not in CHOICES[key]:
+            raise ConfigError(f"--param {key}={value}: one of {', '.join(CHOICES[key])}")
+
+
 def run_body(package: Path, name: str, parameters: dict[str, Any], service_account: str = SERVICE_ACCOUNT) -> dict:
     """The JSON body of a one-off run of ``package`` (compiled IR YAML), its steps running as ``service_account``."""
     spec, platform = _spec(package)
+    check_parameters(spec, parameters)
     pipeline_spec = {"pipeline_spec": spec, "platform_spec": platform} if platform else spec
     return {"display_name": name, "pipeline_spec": pipeline_spec, "runtime_config": {"parameters": parameters},
             "service_account": service_account}  # fmt: skip
@@ -153,13 +180,28 @@ def _describe_reply(raw: bytes) -> str:
     return " ".join(text.split())[:200] or "an empty reply"
 
 
+def _created(reply: dict[str, Any], key: str, url: str) -> dict[str, Any]:
+    """``reply`` when it names what KFP created (``run_id``, ``recurring_run_id``); a JSON API that is not KFP
+    answers something else, and nothing was started."""
+    if not isinstance(reply.get(key), str) or not reply[key]:
+        raise ClusterError(
+            f"{url} answered JSON without a {key}: not the KFP v2beta1 API, and nothing is known to run; "
+            "point --host at the KFP API server (e.g. http://localhost:8080)"
+        )
+    return reply
+
+
 def submit(
     host: str, package: Path, name: str, parameters: dict[str, Any], service_account: str = SERVICE_ACCOUNT
 ) -> dict[str, Any]:
-    return post(host, "/apis/v2beta1/runs", run_body(package, name, parameters, service_account))
+    path = "/apis/v2beta1/runs"
+    reply = post(host, path, run_body(package, name, parameters, service_account))
+    return _created(reply, "run_id", host.rstrip("/") + path)
 
 
 def schedule(
     host: str, package: Path, name: str, parameters: dict[str, Any], cron: str, service_account: str = SERVICE_ACCOUNT
 ) -> dict[str, Any]:
-    return post(host, "/apis/v2beta1/recurringruns", recurring_body(package, name, parameters, cron, service_account))
+    path = "/apis/v2beta1/recurringruns"
+    reply = post(host, path, recurring_body(package, name, parameters, cron, service_account))
+    return _created(reply, "recurring_run_id", host.rstrip("/") + path)

@@ -94,23 +94,23 @@ def _play_registered():
     return module
 
 
-@pytest.mark.slow  # about 40 s: a tiny Boxing policy, 10 capped games in each client
+@pytest.mark.slow  # about 30 s: a tiny Boxing policy, 8 capped games in each client
 def test_a_plain_gymnasium_client_and_frugalrl_score_a_model_alike(tmp_path):
     """Boxing, so that even an untrained policy's score varies from game to game (it takes punches);
-    games cut at 4,000 frames to keep the test short, in both clients."""
+    games cut at 2,000 frames to keep the test short, in both clients."""
     from frugalrl.evaluation import evaluate_policy
     from frugalrl.policy_store import load_policy
     from frugalrl.training import train
 
-    cap = 4000
+    cap = 2000
     config = load_config(REPO / "configs" / "breakout-ppo.yaml", [
         "env.id=ALE/Boxing-v5", "ppo.total_timesteps=256", "env.num_envs=2", "ppo.num_steps=128",
         "ppo.batch_size=64", "eval.episodes=2", f"env.atari.max_episode_steps={cap}", "tracking.enabled=true",
     ])  # fmt: skip
     summary = train(config, tmp_path / "run", interactive=False)
-    ours = evaluate_policy(load_policy(str(tmp_path / "run")), config.env, episodes=10, seed=10_000)
+    ours = evaluate_policy(load_policy(str(tmp_path / "run")), config.env, episodes=8, seed=10_000)
     theirs = EvalResult.from_returns(
-        _play_registered().play(summary["model_uri"], "ALE/Boxing-v5", 10, 10_000, max_frames=cap), [0] * 10
+        _play_registered().play(summary["model_uri"], "ALE/Boxing-v5", 8, 10_000, max_frames=cap), [0] * 8
     )
     assert ours.std > 0 and theirs.std > 0  # the scores vary: a real comparison of distributions
     assert ours.ci_low <= theirs.ci_high and theirs.ci_low <= ours.ci_high, (ours.returns, theirs.returns)

@@ -20,11 +20,13 @@ class Recorder(BaseHTTPRequestHandler):
     requests: list[dict] = []
     status = 200
     page: str | None = None  # set: answer with this HTML instead (a server that is not Kubeflow)
+    reply: dict | None = None  # set: answer this JSON instead (an API that is not Kubeflow's)
 
     def do_POST(self):  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         Recorder.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         reply = {"run_id": "run-123"} if self.path.endswith("/runs") else {"recurring_run_id": "rec-9"}
+        reply = Recorder.reply if Recorder.reply is not None else reply
         self.send_response(Recorder.status)
         self.send_header("Content-Type", "text/html" if Recorder.page else "application/json")
         self.end_headers()
@@ -37,7 +39,7 @@ class Recorder(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def kfp_api():
-    Recorder.requests, Recorder.status, Recorder.page = [], 200, None
+    Recorder.requests, Recorder.status, Recorder.page, Recorder.reply = [], 200, None, None
     server = HTTPServer(("127.0.0.1", 0), Recorder)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -65,6 +67,40 @@ def test_submit_sends_the_compiled_spec_and_parameters(kfp_api, tmp_path, capsys
     assert {e["container"]["image"] for e in executors} == {CPU_IMAGE, CUDA_IMAGE}
     main(["pipeline", "submit", "--host", kfp_api, "--package", str(package), "--service-account", "team-runner"])
     assert Recorder.requests[-1]["body"]["service_account"] == "team-runner"
+
+
+@pytest.mark.parametrize(
+    ("param", "says"),
+    [
+        ("training_job_kind=Bogus", "one of TrainJob, PyTorchJob"),
+        ("eval_episodes=many", "an integer expected"),
+        ("eval_episodes=true", "an integer expected"),
+        ("gpu_node_selector=[a]", "a mapping"),
+        ("eval_episode=3", "not a parameter of this pipeline; its parameters: eval_episodes, eval_seed"),
+    ],
+)
+def test_a_parameter_the_pipeline_cannot_take_is_refused_before_sending(kfp_api, tmp_path, capsys, param, says):
+    package = tmp_path / "full.yaml"
+    main(["pipeline", "compile", "--profile", "full", "-o", str(package), *IMAGE, "--cuda-image", CUDA_IMAGE])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["pipeline", "submit", "--host", kfp_api, "--package", str(package), "--param", param])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and says in err, err
+    assert Recorder.requests == []
+
+
+@pytest.mark.parametrize("command", ["submit", "schedule"])
+def test_a_json_api_that_is_not_kfp_is_not_reported_as_submitted(kfp_api, tmp_path, capsys, command):
+    Recorder.reply = {"status": "ok"}
+    package = tmp_path / "p.yaml"
+    main(["pipeline", "compile", "--config", str(REPO / "configs/cartpole-ppo.yaml"), "-o", str(package), *IMAGE])
+    capsys.readouterr()
+    cron = ["--cron", "0 3 * * *"] if command == "schedule" else []
+    with pytest.raises(SystemExit) as exc:
+        main(["pipeline", command, "--host", kfp_api, "--package", str(package), *cron])
+    captured = capsys.readouterr()
+    assert exc.value.code == 2 and "not the KFP v2beta1 API" in captured.err and "submitted" not in captured.out
 
 
 def test_submit_compiles_with_the_images_given(kfp_api, tmp_path, capsys):

@@ -105,6 +105,14 @@ REFUSED = {
     "runtime missing": (lambda j: j["spec"].pop("runtimeRef"), "spec/runtimeRef: required, missing"),
     "name with a leading digit": (lambda j: j["metadata"].update(name="1-run"), "metadata/name '1-run'"),
     "a PyTorchJob": (lambda j: j.update(kind="PyTorchJob"), "pytorchjob validate"),
+    "config map not a name": (
+        lambda j: _spec_pod(j)["volumes"][0]["configMap"].update(name="Bad_Name!"),
+        "volume configMap 'Bad_Name!': not a Kubernetes object name",
+    ),
+    "claim not a name": (
+        lambda j: _spec_pod(j)["volumes"][1].update(persistentVolumeClaim={"claimName": ""}),
+        "volume persistentVolumeClaim '': not a Kubernetes object name",
+    ),
 }
 
 
@@ -126,6 +134,10 @@ def test_building_refuses_what_validation_would():
         trainjob_manifest("r", "cfg", 1, IMAGE)
     with pytest.raises(ConfigError, match="metadata/name"):
         trainjob_manifest("Not_A_Label", "cfg", 2, IMAGE)
+    with pytest.raises(ConfigError, match="volume configMap 'Bad_Name!'"):
+        validate_trainjob(trainjob_manifest("r", "Bad_Name!", 2, IMAGE))
+    with pytest.raises(ConfigError, match="--output-claim '': name the ReadWriteMany claim"):
+        trainjob_manifest("r", "cfg", 2, IMAGE, output_claim="")  # not an emptyDir that dies with the pod
 
 
 def test_one_torchrun_entry_point_for_the_cluster_and_for_one_machine(monkeypatch):

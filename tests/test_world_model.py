@@ -196,6 +196,10 @@ def test_the_diagnostic_gate_passes_fails_or_says_it_cannot_tell():
     assert status == "failed" and "AUC 0.55" in reason and "0.35x" in reason
     assert diagnostic_gate({**good, "wm_real_events": 0.0}, 0.8, 0.25)[0] == "not measurable"
     assert diagnostic_gate({**good, "wm_reward_auc": None}, 0.8, 0.25)[0] == "not measurable"
+    # no 200-step window in a 128-step rollout: that is the reason given, not a missing reward
+    status, reason = diagnostic_gate({**good, "wm_horizon_k": 200.0, "wm_rollout_steps": 128.0,
+                                      "wm_imagined_events": None, "wm_real_events": None}, 0.8, 0.25)  # fmt: skip
+    assert status == "not measurable" and "horizon (200 steps" in reason and "rollout (128 steps" in reason
 
 
 def test_real_and_imagined_events_count_from_the_same_starts_up_to_the_episodes_end():

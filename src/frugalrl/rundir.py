@@ -222,6 +222,8 @@ def finish_run(
             logged = load_policy_file(registered)[0]  # as saved, knowing its spaces (the served model's bounds)
             summary["model_uri"] = tracker.log_policy(logged, agent.model_example(), registered)
         numeric = {k: v for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        # at the last update's step: a key that update logged (cpu_s, wall_s) keeps its value there, once;
+        # summary.json, logged below, holds the run's totals
         tracker.log_metrics(numeric, step=agent.global_step)
         write_json(out / "summary.json", summary)
         for name in ("summary.json", "config.yaml", "metrics.jsonl", "policy.pt", BEST_POLICY_FILE, CHECKPOINT_FILE,

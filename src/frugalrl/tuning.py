@@ -32,7 +32,7 @@ from frugalrl.credentials import reveal, shown
 from frugalrl.errors import ConfigError, TrainingDiverged
 from frugalrl.rundir import write_json
 from frugalrl.tracking import RunTracker
-from frugalrl.tracking.store import TRACKING_SECRET_ENV, in_cluster
+from frugalrl.tracking.store import TRACKING_SECRET_ENV, database_silence, in_cluster
 from frugalrl.tracking.trials import TrialLogger
 from frugalrl.training import train
 from frugalrl.tuning_rounds import NumberedSampler, OrderedMedianPruner, best_trial, counted
@@ -59,6 +59,11 @@ def storage_for(config: ExperimentConfig, out: Path) -> Any:
     if url.endswith(".log"):
         Path(url).parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(url))
+    if url.startswith(("postgresql", "mysql")) and (silence := database_silence(url, config.tracking.timeout_s)):
+        # one bounded connection (tracking.timeout_s), not the table-creation retries below
+        raise ConfigError(
+            f"Optuna storage {shown(url)} does not answer ({silence}); check {STORAGE_ENV} / tuning.storage"
+        )
     last: Exception | None = None
     for attempt in range(5):  # workers starting together race to create the tables: the loser retries
         try:

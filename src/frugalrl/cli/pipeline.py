@@ -142,7 +142,7 @@ def pipeline_submit(
     with tempfile.TemporaryDirectory() as tmp:
         spec = _compiled(config, profile, package, Path(tmp) / "p.yaml", (image, cuda_image, allow_unpinned))
         reply = submit(host, spec, name, _parameters(params), service_account)
-    typer.echo(f"run {reply.get('run_id', '?')} submitted to {host}")
+    typer.echo(f"run {reply['run_id']} submitted to {host}")
 
 
 @pipeline_app.command("schedule")
@@ -168,7 +168,7 @@ def pipeline_schedule(
     with tempfile.TemporaryDirectory() as tmp:
         spec = _compiled(config, profile, package, Path(tmp) / "p.yaml", (image, cuda_image, allow_unpinned))
         reply = schedule(host, spec, name, _parameters(params), cron, service_account)
-    typer.echo(f"recurring run {reply.get('recurring_run_id', '?')} ({kfp_cron(cron)}) created on {host}")
+    typer.echo(f"recurring run {reply['recurring_run_id']} ({kfp_cron(cron)}) created on {host}")
 
 
 @pipeline_app.command("run")

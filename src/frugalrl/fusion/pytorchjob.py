@@ -25,7 +25,7 @@ from typing import Any
 
 from frugalrl.errors import ConfigError
 from frugalrl.fusion import trainjob
-from frugalrl.fusion.trainjob import check_name, torchrun_command
+from frugalrl.fusion.trainjob import check_mounted_names, check_name, torchrun_command
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 DNS_1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -179,6 +179,7 @@ def validate_manifest(manifest: dict[str, Any], kubernetes_version: str = "1.30.
             problem = "required, missing" if manifest.get(key) is None else "a mapping expected"
             raise ConfigError(f"{_where((key,))}: {problem}")
     check_name(manifest["metadata"].get("name"), "PyTorchJob", DNS_1123)
+    check_mounted_names(manifest["spec"], "PyTorchJob")
     _read(manifest, "KubeflowOrgV1PyTorchJob", ())
     specs = manifest["spec"]["pytorchReplicaSpecs"]
     if "Master" not in specs or set(specs) - {"Master", "Worker"}:

@@ -41,6 +41,10 @@ REQUESTS = {"cpu": "2", "memory": "8Gi"}
 USER = 1000  # the image's non-root user; fsGroup makes the mounted volumes writable to it
 LABELS = {"app.kubernetes.io/part-of": "frugalrl"}
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")  # TrainJob names start with a letter
+# ConfigMap and PersistentVolumeClaim names: DNS-1123 subdomains (dot-separated labels, at most 253)
+DNS_1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# volume source -> the key holding the object's name, and the render option that sets it
+_MOUNTED = {"configMap": ("name", "--config-map"), "persistentVolumeClaim": ("claimName", "--output-claim")}
 
 
 def torchrun_command(
@@ -86,6 +90,23 @@ def check_name(name: Any, kind: str, pattern: re.Pattern[str] = DNS_1035) -> Non
                           f"starting with {first} and ending with a letter or digit")  # fmt: skip
 
 
+def check_mounted_names(manifest: Any, kind: str) -> None:
+    """One line unless every ConfigMap and PersistentVolumeClaim the job mounts has a Kubernetes object name:
+    the API server would refuse such a job only when it is created, or the pod would wait for it forever."""
+    if isinstance(manifest, dict):
+        for source, (key, option) in _MOUNTED.items():
+            mounted = manifest.get(source)
+            if isinstance(mounted, dict):
+                name = mounted.get(key)
+                if not (isinstance(name, str) and len(name) <= 253 and DNS_1123_SUBDOMAIN.match(name)):
+                    raise ConfigError(f"{kind} volume {source} {name!r}: not a Kubernetes object name (lowercase "
+                                      f"letters, digits, '-' and '.', at most 253); fix {option}")  # fmt: skip
+        manifest = list(manifest.values())
+    if isinstance(manifest, list):
+        for item in manifest:
+            check_mounted_names(item, kind)
+
+
 def trainjob_manifest(
     name: str,
     config_map: str,
@@ -116,6 +137,8 @@ def trainjob_manifest(
     if gpus_per_node < 0:
         raise ConfigError(f"gpus_per_node {gpus_per_node}: 0 or more")
     require_digest(image)
+    if output_claim == "":  # not None: an emptyDir would lose the run directories with the pod
+        raise ConfigError("TrainJob --output-claim '': name the ReadWriteMany claim the run directories go to")
     quantity = m.IoK8sApimachineryPkgApiResourceQuantity
     keys = [
         m.IoK8sApiCoreV1EnvVar(name=key, value_from=m.IoK8sApiCoreV1EnvVarSource(
@@ -255,6 +278,7 @@ def validate_trainjob(manifest: dict[str, Any]) -> None:
             raise ConfigError(f"{_where('TrainJob', (key,))}: required, missing")
     _read(manifest, TrainerV1alpha1TrainJob, ())
     check_name(manifest["metadata"].get("name"), "TrainJob")
+    check_mounted_names(manifest["spec"], "TrainJob")
     trainer = manifest["spec"].get("trainer") or {}
     nodes = trainer.get("numNodes")
     if nodes is None or nodes < 2:

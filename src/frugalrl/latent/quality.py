@@ -81,6 +81,7 @@ def world_model_quality(
     out["wm_reward_auc"] = roc_auc(p_event, nonzero)
 
     out |= _latent_error(world_model, obs, actions, dones, k)
+    out["wm_horizon_k"], out["wm_rollout_steps"] = float(k), float(T)
     if k >= T:
         return out | dict.fromkeys(RETURN_KEYS)
     # every start with k recorded steps after it (T - k of them per env), the same on both sides
@@ -112,7 +113,6 @@ def world_model_quality(
     out["wm_imagined_return"] = float(total.mean())
     out["wm_imagined_events"] = float(events.mean())
     out["wm_imagined_survival"] = float(alive.mean())
-    out["wm_horizon_k"] = float(k)
     return out
 
 
@@ -148,8 +148,16 @@ def diagnostic_gate(figures: dict[str, float | None], min_auc: float, events_tol
     a reward, or without an unrewarded step, gives neither an AUC nor an event ratio).
     """
     auc, imagined, real = (figures.get(k) for k in ("wm_reward_auc", "wm_imagined_events", "wm_real_events"))
-    if auc is None or imagined is None or not real:
-        return "not measurable", "the last real rollout had no reward event to compare against"
+    horizon, steps = figures.get("wm_horizon_k"), figures.get("wm_rollout_steps")
+    if imagined is None and horizon and steps and horizon >= steps:
+        return "not measurable", (
+            f"the world model's horizon ({horizon:.0f} steps, latent.world_model.horizon) is not shorter than the "
+            f"last real rollout ({steps:.0f} steps, ppo.num_steps): no window to compare; lower one or raise the other"
+        )
+    if auc is None:
+        return "not measurable", "the last real rollout had no reward event (or no step without one) to rank"
+    if imagined is None or not real:
+        return "not measurable", "the last real rollout had no reward event within the horizon of any start"
     ratio = imagined / real
     misses = []
     if auc < min_auc:

@@ -60,6 +60,7 @@ class RunTracker:
         self._sent_at = time.monotonic()
         self._tags = dict(tags or {})
         self._logged_through: dict[str, int] = {}  # a resumed run: per key, the last step MLflow holds
+        self._last_step: dict[str, int] = {}  # per key, the step it was last logged at (by this process)
         self.buffer_dir = Path(buffer_dir) if buffer_dir is not None else None
         self.offline = False  # the store stopped answering: what cannot be sent waits in buffer_dir
         self._offline_checked = 0.0
@@ -177,12 +178,15 @@ class RunTracker:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        self._pending += [
+        queued = [
             Metric(key, float(value), now, step)
             for key, value in metrics.items()
             if isinstance(value, int | float) and np.isfinite(value)
             and step > self._logged_through.get(key, -1)  # a resume redoes steps MLflow holds: not sent twice
+            and self._last_step.get(key) != step  # the summary repeats the last update's keys: once per step
         ]  # fmt: skip
+        self._last_step.update((m.key, step) for m in queued)
+        self._pending += queued
         if len(self._pending) >= FLUSH_METRICS or time.monotonic() - self._sent_at >= FLUSH_SECONDS:
             self.flush()
 

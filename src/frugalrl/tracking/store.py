@@ -91,41 +91,36 @@ def check_tracking(uri: str | None = None, timeout_s: float = 5.0) -> str:
             raise TrackingError(
                 f"MLflow store {uri}: folder {folder} is missing or not writable; fix MLFLOW_TRACKING_URI"
             )
-    elif uri.startswith(("postgresql", "mysql")):
-        _database_answers(uri, timeout_s)
+    elif uri.startswith(("postgresql", "mysql")) and (silence := database_silence(uri, timeout_s)):
+        raise TrackingError(
+            f"MLflow store {shown(uri)} does not answer ({silence}); start the database or fix MLFLOW_TRACKING_URI"
+        )
     # file:, databricks: the mlflow client reports these itself on first use
     return uri
 
 
-_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
+def database_silence(uri: str, timeout_s: float) -> str | None:
+    """Why a database URL (``postgresql...``, ``mysql...``) gets no connection within ``timeout_s``, shown
+    without its password; None when it connects.
 
-
-def _database_answers(uri: str, timeout_s: float) -> None:
-    """A database store's server accepts a connection within ``timeout_s``, else a one-line ``TrackingError``.
-
-    Without this a server that is down costs MLflow's own retries (about 110 s of warnings) before
-    its error; a TCP connection is enough to tell, and needs no driver or password.
+    MLflow's first use of such a store retries for about 110 s (warnings on every try) before its
+    error, and a connection that a proxy accepts but no database answers waits longer still. One
+    connection with the driver's own ``connect_timeout`` is what MLflow or Optuna would try first, bounded.
     """
-    import socket
-
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
     try:
-        url = make_url(uri)
-    except ArgumentError:
-        raise TrackingError(f"MLflow store {shown(uri)} is not a database URL; fix MLFLOW_TRACKING_URI") from None
-    if not url.host or url.host.startswith("/"):
-        return  # a Unix socket: the driver reports it
-    port = url.port or _DEFAULT_PORTS[url.get_backend_name()]
+        engine = create_engine(uri, connect_args={"connect_timeout": max(1, round(timeout_s))})
+    except (ArgumentError, ImportError) as exc:
+        return shown(str(exc).strip().splitlines()[0])[:200]
     try:
-        socket.create_connection((url.host, port), timeout=timeout_s).close()
-    except OSError as exc:
-        reason = exc.strerror or str(exc) or type(exc).__name__
-        raise TrackingError(
-            f"MLflow store {shown(uri)} does not answer on {url.host}:{port} ({reason}); start the database or "
-            "fix MLFLOW_TRACKING_URI"
-        ) from None
+        with engine.connect():
+            return None
+    except SQLAlchemyError as exc:
+        return shown(str(getattr(exc, "orig", None) or exc).strip().splitlines()[0])[:200]
+    finally:
+        engine.dispose()
 
 
 def registry_client() -> Any:
