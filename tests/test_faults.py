@@ -17,6 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import mlflow
 import pytest
 from mlflow import MlflowClient
 
@@ -67,11 +68,40 @@ def _metric_steps(client: MlflowClient, run_id: str, key: str) -> list[int]:
     return sorted(m.step for m in client.get_metric_history(run_id, key))
 
 
+def _sync_killed_after_each_entry_in_turn(out: Path, monkeypatch) -> int:
+    """``frugalrl sync OUT`` killed (Ctrl-C) right after it sent an entry and before marking it sent, for
+    each entry in turn: every sync after the first sends the entry the last one died on again, marks it,
+    sends the next and dies; the last one finishes. Returns how many syncs were cut short."""
+    from frugalrl.tracking import offline
+
+    mark = offline._moved
+    cuts, marks_left = 0, [0]
+
+    def killed_before_marking(run_dir, sent, left) -> None:  # noqa: ANN001 - offline._moved's arguments
+        if not marks_left[0]:
+            raise KeyboardInterrupt
+        marks_left[0] -= 1
+        mark(run_dir, sent, left)
+
+    monkeypatch.setattr(offline, "_moved", killed_before_marking)
+    while True:
+        marks_left[0] = 1 if cuts else 0
+        try:
+            main(["sync", str(out)])
+        except SystemExit as stopped:
+            assert stopped.code == 130, stopped.code
+            cuts += 1
+            continue
+        monkeypatch.setattr(offline, "_moved", mark)
+        return cuts
+
+
 @pytest.mark.slow
 def test_a_tracking_server_that_dies_mid_run_loses_nothing(tmp_path, monkeypatch, capsys):
     """The server is killed after the 3rd update: training finishes, one line says so, and
-    ``frugalrl sync`` (with the server back) puts every metric, artifact and the model into MLflow."""
-    from frugalrl.tracking import runs
+    ``frugalrl sync`` (with the server back) puts every metric, artifact and the model into MLflow, each
+    once, even when every entry's sync is killed after sending it and before marking it sent."""
+    from frugalrl.tracking import offline, runs
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -101,14 +131,19 @@ def test_a_tracking_server_that_dies_mid_run_loses_nothing(tmp_path, monkeypatch
 
     server = _start_server(tmp_path, port)
     try:
-        main(["sync", str(out)])
+        waiting = len(offline.pending(out))
+        assert _sync_killed_after_each_entry_in_turn(out, monkeypatch) == waiting  # then one sync that finished
         line = capsys.readouterr().out.strip().splitlines()[-1]
-        assert line.startswith(f"synced {out} to MLflow run {summary['mlflow_run_id']}") and "1 policy" in line
+        assert line.startswith(f"synced {out} to MLflow run {summary['mlflow_run_id']}"), line
         client = MlflowClient(tracking_uri=url)
         run = client.get_run(summary["mlflow_run_id"])
         updates = [json.loads(row)["update"] for row in (out / "metrics.jsonl").read_text().splitlines()]
         steps = _metric_steps(client, run.info.run_id, "policy_loss")
         assert len(steps) == len(updates) == len(set(steps))  # every update once: none lost, none twice
+        mlflow.set_tracking_uri(url)
+        models = mlflow.search_logged_models([run.info.experiment_id], f"source_run_id = '{run.info.run_id}'",
+                                             output_format="list")  # fmt: skip
+        assert [m.name for m in models] == ["policy"]  # sent twice by the cut syncs, logged once
         assert run.info.status == "FINISHED" and run.data.metrics["eval_mean"] == summary["eval_mean"]
         assert "run/summary.json" in [a.path for a in client.list_artifacts(run.info.run_id, "run")]
         synced = json.loads((out / "summary.json").read_text())["model_uri"]

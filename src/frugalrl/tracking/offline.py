@@ -130,14 +130,29 @@ def _log_policy_late(run_id: str, run_dir: Path) -> None:
     env.close()
     active = mlflow.active_run()  # the run itself, sending what waited when its store came back
     same = active is not None and active.info.run_id == run_id
-    with contextlib.nullcontext() if same else mlflow.start_run(run_id=run_id):
-        uri = log_policy_model(policy, example[:1].astype("float32") if example.dtype != "uint8" else example[:1],
-                               registered)  # fmt: skip
+    uri = _policy_logged_already(run_id)
+    if uri is None:
+        with contextlib.nullcontext() if same else mlflow.start_run(run_id=run_id):
+            example = example[:1].astype("float32") if example.dtype != "uint8" else example[:1]
+            uri = log_policy_model(policy, example, registered)
     summary_path = run_dir / "summary.json"
     if summary_path.is_file():
         summary = json.loads(summary_path.read_text())
         summary["model_uri"] = uri
         atomic_write_bytes(summary_path, (json.dumps(summary, indent=2) + "\n").encode())
+
+
+def _policy_logged_already(run_id: str) -> str | None:
+    """The URI of the policy model a sync killed after sending it (before marking it sent) logged; else None.
+    Every other entry is the same when sent twice (metrics keep their timestamps; tags, artifacts and the
+    end overwrite), a model is not: it would be a second one."""
+    from mlflow import MlflowClient, search_logged_models
+
+    experiment = MlflowClient().get_run(run_id).info.experiment_id
+    found = search_logged_models(experiment_ids=[experiment], output_format="list",
+                                 filter_string=f"source_run_id = '{run_id}' AND name = 'policy'")  # fmt: skip
+    ready = [m for m in found if str(getattr(m.status, "value", m.status)) == "READY"]
+    return ready[0].model_uri if ready else None
 
 
 def sync_run_dir(run_dir: Path, lock: bool = True) -> str:
