@@ -159,10 +159,10 @@ def _soak(tmp_path: Path, postgres: Cluster) -> None:
     study = f"soak-{uuid.uuid4().hex[:8]}"
     optuna_storage = f"postgresql://postgres@127.0.0.1:{postgres.port}/optuna"
     env = {**os.environ, "MLFLOW_TRACKING_URI": server.url, "OPTUNA_STORAGE": optuna_storage}
-    # each training 96 updates, a checkpoint every 5, long enough to see the store come back; the trials small
+    # each training 64 updates (the last restart comes after about 24), a checkpoint every 5; the trials small
     config = tmp_path / "train.yaml"
     config.write_text(json.dumps(tiny_config(
-        ppo={"total_timesteps": 12288}, checkpoint={"every_updates": 5}, eval={"episodes": 2},
+        ppo={"total_timesteps": 8192}, checkpoint={"every_updates": 5}, eval={"episodes": 2},
         tracking={"enabled": True, "experiment": "soak", "timeout_s": 10, "retries": 1, "reconnect_s": 2},
     ).to_dict()))  # fmt: skip
     outs = [tmp_path / f"run-{i}" for i in range(TRAININGS)]
