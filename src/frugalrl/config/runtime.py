@@ -96,7 +96,13 @@ class TrackingConfig(_Strict):
     log_model: bool = Field(
         True, description="log the trained policy as an MLflow model (summary.json's model_uri), ready to register"
     )
-    timeout_s: float = Field(10.0, gt=0, le=600, description="seconds one request to the MLflow server may take")
+    timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="seconds one request to the MLflow server may take; the seconds a database "
+        "store (and a tuning study's database) gets to accept the first connection",
+    )
     retries: int = Field(
         2,
         ge=0,
