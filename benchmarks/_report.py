@@ -488,52 +488,6 @@ def run_or_render(
     emit(name, text, args, after=after)
 
 
-# --------------------------------------------------------------------------- aggregate RL statistics
-def iqm(values: Sequence[float]) -> float:
-    """Interquartile mean (Agarwal et al. 2021, rliable's ``aggregate_iqm``): scipy's 25%-trimmed mean."""
-    from scipy.stats import trim_mean
-
-    return float(trim_mean(list(values), 0.25))
-
-
-def stratified_bootstrap_iqm(
-    runs: dict[str, Sequence[float]], reps: int = 2000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
-    """IQM over every run of every task, with a stratified-bootstrap percentile interval (rliable's method:
-    each replicate resamples the runs of each task with replacement, tasks kept apart, so the interval is
-    over runs (seeds), not pooled episodes). ``runs``: task -> one score per run. Seeded: the same rows give
-    the same interval.
-
-    Why not rliable itself: its newest release (1.2.0) needs ``arch<8``, arch 7 fails to import under
-    pandas 3 (this project's pin), and arch 8 rejects the ``random_state`` keyword rliable passes.
-    ``benchmarks/rliable_check.py`` computes the equal-CPU table's intervals again with rliable in a venv
-    of its own and shows both side by side.
-    """
-    import numpy as np
-
-    tasks = [np.asarray(v, dtype=float) for v in runs.values() if len(v)]
-    point = iqm(np.concatenate(tasks))
-    rng = np.random.default_rng(seed)
-    samples = [iqm(np.concatenate([t[rng.integers(0, len(t), len(t))] for t in tasks])) for _ in range(reps)]
-    low, high = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
-    return point, float(low), float(high)
-
-
-def bootstrap_iqm_difference(
-    a: Sequence[float], b: Sequence[float], reps: int = 2000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
-    """``IQM(a) - IQM(b)`` for two contenders' runs on one task, with a percentile interval from replicates
-    that resample each contender's runs apart (they are independent runs, not pairs). An interval that
-    excludes 0 says the two differ at this level; one that holds 0 says these runs cannot tell. Seeded."""
-    import numpy as np
-
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    rng = np.random.default_rng(seed)
-    samples = [iqm(a[rng.integers(0, len(a), len(a))]) - iqm(b[rng.integers(0, len(b), len(b))]) for _ in range(reps)]
-    low, high = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
-    return iqm(a) - iqm(b), float(low), float(high)
-
-
 # --------------------------------------------------------------------------- the paired statistic
 # Contenders run side by side on the same seeds (or repeats, rounds), so every figure is compared two ways:
 # the ratio of the two medians, and the median of the per-seed ratios (which cancels what a seed, or the

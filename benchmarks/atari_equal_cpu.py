@@ -44,6 +44,7 @@ from pathlib import Path
 
 import _harness
 import _report
+from frugalrl.stats import bootstrap_iqm_difference, interquartile_mean, stratified_bootstrap_iqm
 from latent_vs_pixel import REFERENCES, STAGES, human_normalised
 
 PROTOCOL = "full-game"
@@ -276,10 +277,10 @@ def contender_table(
             if not mine:
                 continue
             scores = [r["score"] for r in mine]
-            ci = _report.stratified_bootstrap_iqm({game: scores})
+            ci = stratified_bootstrap_iqm({game: scores})
             if len(scores) >= MIN_RUNS_FOR_INTERVAL:  # only real intervals enter the comparisons below
                 intervals[game, variant] = ci
-            hn = _report.stratified_bootstrap_iqm({game: [human_normalised(game, s) for s in scores]})
+            hn = stratified_bootstrap_iqm({game: [human_normalised(game, s) for s in scores]})
             table.append([
                 game.split("/")[-1], descriptions[variant], str(len(mine)), _ci(*ci, runs=len(scores)),
                 _ci(*hn, runs=len(scores)),
@@ -299,7 +300,7 @@ def aggregate_lines(by: dict, games: list[str], variants: list[str]) -> list[str
     for variant in variants:
         per_game = {g: [human_normalised(g, r["score"]) for r in by.get((g, variant), [])] for g in games}
         if all(per_game.values()) and len(games) > 1:
-            ci = _report.stratified_bootstrap_iqm(per_game)
+            ci = stratified_bootstrap_iqm(per_game)
             lines.append(
                 f"- {DESCRIPTIONS[variant]}: human-normalised IQM over {len(games)} games {_ci(*ci, '{:.3f}')}"
             )
@@ -343,7 +344,7 @@ def target_lines(by: dict, intervals: dict, games: list[str]) -> list[str]:
         verdict = f"not measurable yet (intervals need {MIN_RUNS_FOR_INTERVAL} runs per contender)"
     lines.append(f"- a latent contender above pixel PPO with non-overlapping intervals on at least 2 of 3 games: "
                  f"{verdict} ({', '.join(above) or 'none'}; {len(games)} of 3 games measured)")  # fmt: skip
-    iqms = {key: _report.iqm([r["score"] for r in rows]) for key, rows in by.items()}
+    iqms = {key: interquartile_mean([r["score"] for r in rows]) for key, rows in by.items()}
     played = [f"{g.split('/')[-1]} {v} {value:.1f} ({len(by[g, v])} runs)" for (g, v), value in iqms.items()
               if g in CLEARLY_PLAYED and v != "pixel" and value > CLEARLY_PLAYED[g]]  # fmt: skip
     lines.append("- a game clearly played by a latent contender (Boxing > 20, Breakout > 10, Pong > -10): "
@@ -369,7 +370,7 @@ def curriculum_lines(by: dict, games: list[str]) -> list[str]:
             cur, real = ([r["score"] for r in by.get((game, v), [])] for v in (variant, "real"))
             if not (cur and real):
                 continue
-            diff = _report.bootstrap_iqm_difference(cur, real)
+            diff = bootstrap_iqm_difference(cur, real)
             runs = min(len(cur), len(real))
             says = ""
             if runs >= MIN_RUNS_FOR_INTERVAL:

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import _harness
 import _report
+from frugalrl.stats import interquartile_mean
 
 CONFIGS = _report.REPO_ROOT / "configs"
 # (random, human) scores of the Atari-100k tables (Kaiser et al. 2020, table 1; the same
@@ -314,7 +315,7 @@ def report(results: list[dict], args: argparse.Namespace) -> str:
             pixel_flops = statistics.median(r["per_run_flops"] for r in pixel.values()) if pixel else None
             table.append([
                 DESCRIPTIONS[variant], len(mine), _report.fmt_mmm(scores, "{:.1f}"),
-                f"{_report.iqm([s for r in mine for s in r['episode_scores']]):.1f}",
+                f"{interquartile_mean([s for r in mine for s in r['episode_scores']]):.1f}",
                 f"{statistics.median(normed):.3f}" if normed else "-",
                 f"{statistics.median(r['real_frames'] for r in mine):,.0f}",
                 f"{statistics.median(r['virtual_env_steps'] for r in mine):,.0f}",

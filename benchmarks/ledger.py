@@ -31,6 +31,7 @@ from statistics import median
 import _report
 from _report import paired_difference, paired_ratios
 from frugalrl.ops.claims import SEED_CLAIMS
+from frugalrl.stats import stratified_bootstrap_iqm
 
 RESULTS = _report.RESULTS_DIR
 SECTION = "claims_ledger"
@@ -425,7 +426,7 @@ def equal_cpu(benchmark: str, setup: str = "") -> Callable[[], Finding]:
             for variant in ("pixel", "real", "stages", "adaptive"):
                 scores = [r["score"] for r in rows if r["game"] == game and r["variant"] == variant]
                 if scores:
-                    point, low, high = _report.stratified_bootstrap_iqm({game: scores})
+                    point, low, high = stratified_bootstrap_iqm({game: scores})
                     if len(scores) >= EQUAL_CPU_SEEDS:  # fewer runs give no interval worth comparing
                         ci[variant] = (point, low, high)
                         cells.append(f"{variant} {point:.1f} [{low:.1f}, {high:.1f}]")

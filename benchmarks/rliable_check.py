@@ -3,7 +3,7 @@
 Issue 31 asks for rliable (Agarwal et al. 2021), the field's library for aggregate RL statistics. It
 cannot be installed beside this project's pins (rliable 1.2.0 needs ``arch<8``; arch 7 does not import
 under pandas 3; arch 8 rejects the ``random_state`` keyword rliable passes), so the tables use
-``_report.stratified_bootstrap_iqm``, which does what rliable's ``get_interval_estimates`` does with
+``frugalrl.stats.stratified_bootstrap_iqm``, which does what rliable's ``get_interval_estimates`` does with
 ``aggregate_iqm``. This script checks that claim on the kept rows: every (game, contender) of
 ``benchmarks/results/atari_equal_cpu.jsonl`` with at least 3 runs (the runs the table compares), and
 across games, human-normalised, for each contender with runs on every game (its first n seeds on each
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import _report
 import atari_equal_cpu
+from frugalrl.stats import stratified_bootstrap_iqm
 from latent_vs_pixel import REFERENCES, human_normalised
 
 NAME = "rliable_check"
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     for name, (scope, variant) in names.items():
         matrix = found[scope, variant]
         tasks = {str(t): [run_scores[t] for run_scores in matrix] for t in range(len(matrix[0]))}
-        ours = _report.stratified_bootstrap_iqm(tasks, reps=REPS, seed=SEED)
+        ours = stratified_bootstrap_iqm(tasks, reps=REPS, seed=SEED)
         row = _report.stamp(common, scope=scope, variant=variant, runs=len(matrix), scores=matrix,
                             frugalrl=list(ours), rliable_estimate=theirs[name])  # fmt: skip
         _report.append_row(args.results, row)
@@ -103,7 +104,7 @@ def render(rows: list[dict], results: Path) -> str:
     first = rows[0]
     lines = [
         f"The equal-CPU table's intervals (`benchmarks/results/atari_equal_cpu.jsonl`, the rows it compares), "
-        f"each computed by frugalrl's `_report.stratified_bootstrap_iqm` and by rliable {first['rliable']} "
+        f"each computed by `frugalrl.stats.stratified_bootstrap_iqm` and by rliable {first['rliable']} "
         f"(`get_interval_estimates` with `aggregate_iqm`, percentile intervals), {first['reps']:,} replicates a side "
         "from each side's own generator. Across games: the contender's first n seeds on every game, n the fewest it "
         "has on any, human-normalised (rliable takes a runs x games matrix), both sides on that matrix; the equal-CPU "

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import _harness
 import _report
+from frugalrl.stats import stratified_bootstrap_iqm
 
 NAME = "selection_signals"
 ENVS = {
@@ -122,7 +123,7 @@ def _line(row: dict) -> str:
 # --------------------------------------------------------------------------- report
 def _interval(returns: list[float]) -> tuple[float, float, float]:
     """(IQM, low, high): the eval-return IQM of a contender's seeds with its 95% stratified-bootstrap interval."""
-    return _report.stratified_bootstrap_iqm({"env": returns})
+    return stratified_bootstrap_iqm({"env": returns})
 
 
 def _equal_size(paired: list[dict], contender: str) -> float:

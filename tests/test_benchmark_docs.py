@@ -74,34 +74,6 @@ def test_every_section_of_the_doc_has_a_renderer():
     assert sections == rendered, f"not rendered: {sorted(sections - rendered)}; missing: {sorted(rendered - sections)}"
 
 
-def test_the_stratified_bootstrap_resamples_runs_within_each_task(monkeypatch):
-    """IQM with an interval over runs (seeds), tasks kept apart, seeded: the aggregate of the equal-CPU table."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    import _report
-
-    point, low, high = _report.stratified_bootstrap_iqm({"a": [1.0, 2.0, 3.0, 4.0]})
-    assert point == 2.5 and low <= point <= high and (low, high) != (point, point)
-    assert _report.stratified_bootstrap_iqm({"a": [3.0] * 5}) == (3.0, 3.0, 3.0)  # no spread, no width
-    # each task keeps its runs: a task of 0s and a task of 10s never resample into all 0s or all 10s
-    _, low, high = _report.stratified_bootstrap_iqm({"zeros": [0.0] * 3, "tens": [10.0] * 3})
-    assert low == high == 5.0
-    assert _report.stratified_bootstrap_iqm({"a": [1.0, 5.0, 2.0]}) == _report.stratified_bootstrap_iqm(
-        {"a": [1.0, 5.0, 2.0]}
-    )
-
-
-def test_the_iqm_difference_has_an_interval_over_each_contenders_runs(monkeypatch):
-    """The curriculum against 100% real latent (issue 31): the difference of IQMs, resampled per contender."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    import _report
-
-    point, low, high = _report.bootstrap_iqm_difference([5.0, 6.0, 7.0], [1.0, 2.0, 3.0])
-    assert point == 4.0 and 2.0 <= low < point < high <= 6.0  # apart: the interval excludes 0
-    point, low, high = _report.bootstrap_iqm_difference([1.0, 4.0, 2.0], [3.0, 1.0, 2.5])
-    assert low < 0 < high  # overlapping runs: the interval holds 0
-    assert _report.bootstrap_iqm_difference([2.0] * 3, [2.0] * 3) == (0.0, 0.0, 0.0)
-
-
 def test_rliable_gets_the_runs_the_equal_cpu_table_compares(monkeypatch):
     """Each game with 3 runs or more alone; all games together only for a contender on every game, its first
     n seeds on each (n the fewest), human-normalised: rliable takes a runs x games matrix."""

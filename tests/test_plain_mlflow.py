@@ -90,7 +90,7 @@ def _registered(run_dir, name: str, episodes: int = 5) -> tuple[str, dict]:
 
 def _ci_overlap(returns: list[float], low: float, high: float) -> bool:
     """Whether the bootstrap 95% interval of ``returns``'s mean overlaps [low, high]."""
-    from frugalrl.evaluation import bootstrap_ci
+    from frugalrl.stats import bootstrap_ci
 
     played_low, played_high = bootstrap_ci(returns)
     return played_low <= high and low <= played_high

@@ -23,28 +23,7 @@ from frugalrl.config import EnvConfig
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.envs.registry import is_atari
 from frugalrl.nets.policy import ExportedPolicy
-
-
-def interquartile_mean(values: np.ndarray) -> float:
-    """Mean of the middle 50% (Agarwal et al. 2021): robust to a few outlier episodes."""
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    n = len(ordered)
-    lo, hi = int(np.floor(n * 0.25)), int(np.ceil(n * 0.75))
-    middle = ordered[lo:hi] if hi > lo else ordered
-    return float(middle.mean())
-
-
-def bootstrap_ci(
-    values: np.ndarray, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the mean."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) < 2:
-        return float(values.mean()), float(values.mean())
-    rng = np.random.default_rng(seed)
-    means = rng.choice(values, size=(resamples, len(values)), replace=True).mean(axis=1)
-    alpha = (1 - confidence) / 2
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+from frugalrl.stats import bootstrap_ci, interquartile_mean
 
 
 @dataclass

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from frugalrl.config import PromotionConfig
+from frugalrl.stats import paired_bootstrap, paired_one_sided, welch_one_sided
 
 
 @dataclass
@@ -45,36 +46,6 @@ class GateDecision:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def welch_one_sided(a: np.ndarray, b: np.ndarray, margin: float = 0.0) -> float:
-    """p-value of H0: mean(a) <= mean(b) + margin against mean(a) > mean(b) + margin."""
-    from scipy import stats
-
-    if np.var(a) == 0 and np.var(b) == 0:  # no spread: the difference is exact
-        return 0.0 if a.mean() - b.mean() > margin else 1.0
-    return float(stats.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue)
-
-
-def paired_one_sided(a: np.ndarray, b: np.ndarray, margin: float = 0.0) -> float:
-    """p-value of H0: mean(a_i - b_i) <= margin against > margin (paired t-test over seeds)."""
-    from scipy import stats
-
-    diff = a - b - margin
-    if np.var(diff) == 0:  # every seed gave the same difference: it is exact
-        return 0.0 if diff.mean() > 0 else 1.0
-    return float(stats.ttest_1samp(diff, 0.0, alternative="greater").pvalue)
-
-
-def paired_bootstrap(
-    a: np.ndarray, b: np.ndarray, confidence: float, resamples: int = 5000, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile interval of the mean paired difference a_i - b_i."""
-    diff = a - b
-    rng = np.random.default_rng(seed)
-    means = rng.choice(diff, size=(resamples, len(diff)), replace=True).mean(axis=1)
-    tail = (1 - confidence) / 2
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
 
 
 def decide(
