@@ -68,3 +68,28 @@ def test_the_gates_tests_say_better_only_with_support():
     low, high = paired_bootstrap(same, champion, 0.9)
     assert low < 0 < high
     assert paired_one_sided(champion + 1.0, champion) == 0.0  # the same difference on every seed: exact
+
+
+def test_no_statistic_is_defined_outside_the_statistics_module():
+    """IQM, bootstrap intervals and the gate's tests live in frugalrl.stats alone: no other function of the
+    product, its pipelines, scripts or benchmarks defines one or calls scipy's versions itself."""
+    import ast
+    import re
+
+    from .conftest import REPO
+
+    named = re.compile(r"(^|_)(iqm|interquartile|bootstrap|one_sided|trimmed)")
+    scipy_calls = {"trim_mean", "ttest_ind", "ttest_1samp", "ttest_rel", "bootstrap"}
+    found = []
+    for folder in ("src", "benchmarks", "scripts", "pipelines", "components"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path == REPO / "src" / "frugalrl" / "stats.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and named.search(node.name):
+                    found.append(f"{path.relative_to(REPO)}: def {node.name}")
+                if isinstance(node, ast.Attribute) and node.attr in scipy_calls:
+                    found.append(f"{path.relative_to(REPO)}: .{node.attr}")
+                if isinstance(node, ast.ImportFrom) and any(a.name in scipy_calls for a in node.names):
+                    found.append(f"{path.relative_to(REPO)}: imports {[a.name for a in node.names]}")
+    assert found == []
