@@ -14,20 +14,17 @@ from typing import Any
 
 
 def lazy_names(
-    package: str, namespace: dict[str, Any], home: dict[str, str], old_names: dict[str, str] | None = None
+    package: str, namespace: dict[str, Any], home: dict[str, str]
 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """``(__all__, __getattr__, __dir__)`` for ``package``, whose module globals are ``namespace``.
 
-    ``home`` maps a name to the submodule that defines it; ``old_names`` maps a former name to its
-    current one (same object)."""
-    aliases = old_names or {}
-    names = sorted([*home, *aliases])
+    ``home`` maps a name to the submodule that defines it."""
+    names = sorted(home)
 
     def __getattr__(name: str) -> Any:
-        target = aliases.get(name, name)
-        if target not in home:
+        if name not in home:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home[target]}"), target)
+        value = getattr(importlib.import_module(f"{package}.{home[name]}"), name)
         namespace[name] = value  # later look-ups skip this function
         return value
 

@@ -38,6 +38,5 @@ _HOME = {  # name -> the submodule that defines it
     "RunTracker": "runs",
     **dict.fromkeys(["check_tracking", "registry_client", "tracking_uri"], "store"),
 }
-_OLD_NAMES = {"fetch_artifact_file": "resolve_artifact"}  # the old name: same arguments, now also a local path
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _HOME, _OLD_NAMES)
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _HOME)
