@@ -21,7 +21,7 @@ import torch.multiprocessing as mp
 
 def _rank(rank: int, world: int, port: int, failures: dict) -> None:
     from frugalrl.config import DistributedConfig
-    from frugalrl.fusion import make_fusion
+    from frugalrl.fusion import make_reducer
     from frugalrl.fusion.sync import collective_device
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -42,7 +42,7 @@ def _rank(rank: int, world: int, port: int, failures: dict) -> None:
                 p.grad = g.cuda()
             share = {"share": 1.0} if mode == "topk" else {}
             config = DistributedConfig(kind=mode, settings=share, beta=0.0, value_dtype="float32")
-            make_fusion(config, world).synchronize(params)  # the path training takes
+            make_reducer(config, world).synchronize(params)  # the path training takes
             for p, e in zip(params, expected, strict=True):
                 assert p.grad.is_cuda, mode
                 torch.testing.assert_close(p.grad.cpu(), e, rtol=1e-5, atol=1e-5)

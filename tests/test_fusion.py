@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from frugalrl.config import DistributedConfig
-from frugalrl.fusion import Layout, decode, encode, make_fusion
+from frugalrl.fusion import Layout, decode, encode, make_reducer
 
 from .conftest import REPO
 
@@ -53,7 +53,7 @@ def _worker(rank: int, world: int, port: int, results: dict) -> None:
                                    value_dtype="float32")  # fmt: skip
         for p, g in zip(params, grads, strict=True):
             p.grad = g.clone()
-        fusion = make_fusion(config, world)
+        fusion = make_reducer(config, world)
         fusion.synchronize(params)
         out[mode] = [p.grad.clone() for p in params]
         out[f"{mode}_bytes"] = (fusion.bytes_sent, fusion.dense_bytes)
@@ -230,7 +230,7 @@ def test_collectives_get_their_tensors_on_the_backends_device(mode, monkeypatch)
     monkeypatch.setattr(sync, "collective_device", lambda: torch.device("meta"))
     monkeypatch.setattr(sync.dist, "all_reduce", record)
     monkeypatch.setattr(sync.dist, "all_gather", record)
-    fusion = make_fusion(DistributedConfig(workers=2, kind=mode), world_size=2)
+    fusion = make_reducer(DistributedConfig(workers=2, kind=mode), world_size=2)
     with pytest.raises(Sent):
         fusion._combine([torch.randn(4, 3), torch.randn(3)])
     assert seen and all(device.type == "meta" for device in seen), seen

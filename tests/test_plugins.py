@@ -29,7 +29,7 @@ import frugalrl.selectors
 from frugalrl.algos.sac import SquashedGaussianActor
 from frugalrl.algos.step_kinds import STEP_KINDS
 from frugalrl.config import ConfigError, validate_config
-from frugalrl.fusion import make_fusion
+from frugalrl.fusion import make_reducer
 from frugalrl.fusion.reducers import REDUCERS
 from frugalrl.meta import HYPER_CONTROLLERS
 from frugalrl.peft import methods as peft_methods
@@ -229,7 +229,7 @@ def _reducer_worker(rank: int, world: int, port: int, module_dir: str, results: 
         grads = [torch.randn(p.shape) for p in params]
         for p, g in zip(params, grads, strict=True):
             p.grad = g.clone()
-        fusion = make_fusion(config.distributed, world)
+        fusion = make_reducer(config.distributed, world)
         fusion.synchronize(params)
         results[rank] = {"own": grads, "fused": [p.grad.clone() for p in params], "sent": fusion.bytes_sent,
                          "summary": fusion.summary()}  # fmt: skip
@@ -242,7 +242,7 @@ def test_a_reducer_module_dropped_into_the_package_combines_two_workers_gradient
         validate_config({"distributed": {"kind": "half", "settings": {"dtype": "int8"}}}, "bad.yaml")
     config = validate_config({"distributed": {"workers": 2, "kind": "half", "settings": {"dtype": "bfloat16"}}})
     assert config.distributed.settings == {"dtype": "bfloat16"}
-    assert type(make_fusion(config.distributed, 2)).__name__ == "HalfAllReduce"
+    assert type(make_reducer(config.distributed, 2)).__name__ == "HalfAllReduce"
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

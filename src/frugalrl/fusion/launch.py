@@ -23,7 +23,8 @@ import torch
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import FrugalError
-from frugalrl.fusion.sync import GradientFusion, make_fusion
+from frugalrl.fusion.reducers import make_reducer
+from frugalrl.fusion.sync import GradientFusion
 from frugalrl.fusion.trainjob import torchrun_command
 
 
@@ -43,7 +44,7 @@ class Synchronizer:
 
     def __call__(self, params: Any, group: str = "policy") -> None:
         if group not in self.groups:
-            self.groups[group] = make_fusion(self.config, self.world_size)
+            self.groups[group] = make_reducer(self.config, self.world_size)
         self.groups[group].synchronize(params)
 
     def summary(self) -> dict[str, float]:

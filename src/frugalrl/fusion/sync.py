@@ -1,7 +1,7 @@
 """Gradient synchronisation across workers: dense all-reduce, or the seed's top-k fusion.
 
 ``GradientFusion.synchronize(params)`` (``DenseAllReduce`` or ``TopKFusion``, built by
-``make_fusion`` as the gradient reducer ``distributed.kind`` names, ``frugalrl.fusion.reducers``)
+``frugalrl.fusion.reducers.make_reducer`` as the gradient reducer ``distributed.kind`` names)
 runs after ``loss.backward()`` on every worker and leaves the same gradient in every worker's
 ``p.grad``, so the optimisers stay in lock-step:
 
@@ -40,12 +40,11 @@ import torch
 import torch.distributed as dist
 
 from frugalrl.config import DistributedConfig
-from frugalrl.fusion.reducers import make_reducer
 from frugalrl.fusion.topk import Layout, encode, fuse
 
 
 class GradientFusion(ABC):
-    """One gradient group's synchronisation; ``make_fusion`` builds the kind the config names."""
+    """One gradient group's synchronisation; ``reducers.make_reducer`` builds the kind the config names."""
 
     def __init__(self, config: DistributedConfig, world_size: int):
         self.config = config
@@ -160,8 +159,3 @@ class TopKFusion(GradientFusion):
         fused = [f.to(grads[0].device) for f in fuse([g.cpu() for g in gathered], self.layout)]
         self._timed("decode", started)
         return fused
-
-
-def make_fusion(config: DistributedConfig, world_size: int) -> GradientFusion:
-    """The synchronisation ``distributed.kind`` names (a registered gradient reducer), with its settings."""
-    return make_reducer(config, world_size)

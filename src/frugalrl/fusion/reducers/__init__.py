@@ -7,7 +7,7 @@ defines (``builtin``: topk, dense). A factory gets a ``ReducerContext`` and retu
 A new reducer is one new module here; see docs/architecture.md, "Adding a technique".
 
 The registry lives apart from ``fusion.sync`` so that ``builtin``, which registers sync's classes,
-imports it at module level without an import cycle (sync builds through this registry).
+imports it at module level; sync does not import this package, so there is no import cycle.
 """
 
 from __future__ import annotations
