@@ -146,6 +146,12 @@ def _corrupt_checkpoint(d: Path) -> None:
     (d / "run" / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
 
 
+def _tuning_beside_a_run(d: Path) -> None:
+    """A tuning config, and a training run's directory its --out names."""
+    _corrupt_checkpoint(d)
+    (d / "tune.yaml").write_text((REPO / "configs" / "cartpole-tune.yaml").read_text())
+
+
 def _garbage_policy(d: Path) -> None:
     (d / "run").mkdir()
     (d / "run" / "policy.pt").write_bytes(b"\x00garbage")
@@ -286,6 +292,19 @@ CASES += [
         "--workers",
     ),
     Case("train: unknown option", lambda d: ["train", "--epochs", "3"], says="--epochs"),
+    # tune: where the trials go
+    Case(
+        "tune: --out holds a training run",
+        lambda d: ["tune", "-c", str(d / "tune.yaml"), "-o", str(d / "run")],
+        _tuning_beside_a_run,
+        "holds a training run",
+    ),
+    Case(
+        "tune: --out holds other files",
+        lambda d: ["tune", "-c", str(d / "tune.yaml"), "-o", str(d / "out")],
+        lambda d: (_tuning_beside_a_run(d), _non_empty_out(d)),
+        "holds other files",
+    ),
     # evaluate
     Case("evaluate: missing run", lambda d: ["evaluate", str(d / "nope")]),
     Case("evaluate: directory without a policy", lambda d: ["evaluate", str(d)]),

@@ -27,10 +27,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from frugalrl.checkpoint import CHECKPOINT_FILE
 from frugalrl.config import ExperimentConfig, SearchDimension, apply_overrides, flatten, validate_config
 from frugalrl.credentials import reveal, shown
 from frugalrl.errors import ConfigError, TrainingDiverged
 from frugalrl.rundir import write_json
+from frugalrl.runlock import LOCK_FILE
 from frugalrl.tracking import RunTracker
 from frugalrl.tracking.store import TRACKING_SECRET_ENV, database_silence, in_cluster
 from frugalrl.tracking.trials import TrialLogger
@@ -218,6 +220,25 @@ def check_search_keys(config: ExperimentConfig) -> None:
                               f"{', '.join(known) or 'no keys'}); see frugalrl config explain")  # fmt: skip
 
 
+def check_tuning_dir(out: Path) -> None:
+    """A study's ``--out`` is new, empty, or a study's own (its trials, ``best.json``, a local ``optuna.db``: a
+    worker run again there adds to its study); anything else, another command's run included, is refused in
+    one line before anything is written."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory; give a new or empty directory")
+    if not out.is_dir():
+        return
+    entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE)
+    own = any(name in ("best.json", "optuna.db") or name.startswith("trial-") for name in entries)
+    if entries and not own:
+        trained = (out / CHECKPOINT_FILE).exists() or (out / "summary.json").exists()
+        what = "a training run" if trained else "other files"
+        raise ConfigError(
+            f"--out {out} holds {what} ({len(entries)} entries, e.g. {entries[0]}), not a study's trials; nothing "
+            "there is overwritten: pick a new or empty --out (or the --out of the study's earlier run, to add to it)"
+        )
+
+
 def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: str | None = None) -> dict[str, Any]:
     """Run this worker's share of the study; write ``DIR/best.json``; return the best trial.
 
@@ -230,6 +251,7 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
     check_search_keys(config)  # before anything is written: a missing key would fail every trial
     tuning = config.tuning
     out = Path(out)
+    check_tuning_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     # Parameters and pruning follow trial numbers, not worker ids or timing (frugalrl.tuning_rounds):
