@@ -44,6 +44,12 @@ def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
         ], name
 
 
+# PivotRL at a test budget: a test-budget evaluator may serve whatever its ranking
+PIVOT_BUDGET = ["ppo.total_timesteps=2048", "ppo.update_epochs=2", "pivot.warmup_steps=512",
+                "pivot.evaluator.pretrain_steps=512", "pivot.evaluator.pretrain_epochs=2",
+                "pivot.evaluator.champion_min_spearman=-1.0"]  # fmt: skip
+
+
 @pytest.mark.slow
 def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     # enough steps that the first version beats the random policy, as a first champion must
@@ -69,8 +75,11 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     assert "first model beats the random policy" in champion.tags["frugalrl.promotion"]
     assert champion.tags["frugalrl.config_hash"] == run.data.tags["frugalrl.config_hash"]
 
-    # A second run registers version 2; champion moves only if it evaluates better.
-    main(args)
+    # A second run, PivotRL's pipeline for the same task (its evaluator branch: collect, pretrain, register the
+    # evaluator, train on it), registers version 2; champion moves only if it evaluates better.
+    pivot = ["pipeline", "run", "--config", str(REPO / "configs/cartpole-pivot.yaml"), "--root", str(tmp_path / "root")]
+    pivot += [arg for o in [*PIVOT_BUDGET, "eval.episodes=5"] for arg in ("--set", o)]
+    main(pivot)
     capsys.readouterr()
     second = client.get_model_version("cartpole-policy", "2")
     now_champion = str(client.get_model_version_by_alias("cartpole-policy", "champion").version)
@@ -79,6 +88,12 @@ def test_local_pipeline_run_registers_champion(tmp_path, capsys):
     assert "paired t-test over seeds" in second.tags["frugalrl.promotion"]  # same seeds: the paired test
     assert len(json.loads(second.tags["frugalrl.eval_returns"])) == 5
     assert str(client.get_model_version_by_alias("cartpole-policy", "challenger").version) == "2"
+    evaluator = client.get_model_version_by_alias("cartpole-evaluator", "champion")
+    assert evaluator.tags["frugalrl.score_name"] == "heldout_spearman"
+    trained = client.get_run(second.run_id).data
+    assert trained.metrics["aux_flops"] > 0  # the evaluator was used
+    assert trained.tags["frugalrl.lineage.evaluator"].startswith("models:/cartpole-evaluator/")
+    assert trained.tags["frugalrl.pipeline_run_id"] not in ("", "none", run.data.tags["frugalrl.pipeline_run_id"])
 
 
 @pytest.mark.slow
