@@ -231,3 +231,20 @@ def registry(tmp_path) -> str:
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture
+def forget_credentials():
+    """What a test's configs remembered (``frugalrl.credentials``) stays out of the next test's environment."""
+    from frugalrl.credentials import ENV_PREFIX
+
+    yield
+    for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
+        del os.environ[name]
+
+
+def files_holding(root: Path, secret: str) -> list[str]:
+    """Every file under ``root`` whose bytes hold ``secret`` (databases, artifacts, checkpoints, logs),
+    but the user's own inputs (``root/inputs``)."""
+    files = [p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_relative_to(root / "inputs")]
+    return [str(p.relative_to(root)) for p in files if secret.encode() in p.read_bytes()]

@@ -21,7 +21,7 @@ from frugalrl.credentials import ENV_PREFIX, REDACTED, redact_data, redact_text,
 from frugalrl.errors import ConfigError
 from frugalrl.tracking import git_dirty
 
-from .conftest import CPU_IMAGE, IN_CI, REPO, needs_postgres, tiny_config
+from .conftest import CPU_IMAGE, IN_CI, REPO, files_holding, needs_postgres, tiny_config
 
 SECRET = "s3cretpw"
 STORAGE = f"postgresql://postgres:{SECRET}@127.0.0.1:5432/test"  # trust auth here: any password connects
@@ -29,19 +29,11 @@ TINY = ["ppo.total_timesteps=512", "ppo.num_steps=32", "env.num_envs=4", "eval.e
 TUNE_BUDGET = ["ppo.total_timesteps=1024", "ppo.num_steps=32", "eval.episodes=2", "tuning.report_every_updates=1"]
 
 
-@pytest.fixture(autouse=True)
-def _forget_credentials():
-    """What a test's configs remembered stays out of the next test's environment."""
-    yield
-    for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
-        del os.environ[name]
+pytestmark = pytest.mark.usefixtures("forget_credentials")
 
 
-def _holding(root: Path, secret: str = SECRET) -> list[str]:
-    """Every file under ``root`` whose bytes hold ``secret`` (databases, artifacts, checkpoints, logs),
-    but the user's own inputs (``root/inputs``)."""
-    files = [p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_relative_to(root / "inputs")]
-    return [str(p.relative_to(root)) for p in files if secret.encode() in p.read_bytes()]
+def _holding(root: Path) -> list[str]:
+    return files_holding(root, SECRET)
 
 
 @pytest.mark.parametrize(

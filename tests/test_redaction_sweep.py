@@ -11,7 +11,6 @@ file descriptors, so a library's own logging is seen too) and must end in one ``
 
 from __future__ import annotations
 
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -20,9 +19,8 @@ import pytest
 import yaml
 
 from frugalrl.cli import main
-from frugalrl.credentials import ENV_PREFIX
 
-from .conftest import REPO
+from .conftest import REPO, files_holding
 
 MARK = "Mark3rPw"
 REFUSED = "127.0.0.1:9"  # nothing listens on the discard port here
@@ -51,11 +49,7 @@ def refusing_server():
     server.shutdown()
 
 
-@pytest.fixture(autouse=True)
-def _forget_credentials():
-    yield
-    for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
-        del os.environ[name]
+pytestmark = pytest.mark.usefixtures("forget_credentials")
 
 
 def _config_with_storage(folder: Path, storage: str) -> Path:
@@ -90,11 +84,6 @@ def _cases(tmp: Path, server: str) -> dict[str, tuple[dict[str, str], list[str]]
     }  # fmt: skip
 
 
-def _written(root: Path) -> list[str]:
-    files = [p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_relative_to(root / "inputs")]
-    return [str(p.relative_to(root)) for p in files if MARK.encode() in p.read_bytes()]
-
-
 @pytest.mark.slow  # a few seconds a case: each starts the CLI's training or study
 @pytest.mark.parametrize(
     "case",
@@ -124,4 +113,4 @@ def test_a_marker_password_is_never_printed_or_written(case, tmp_path, refusing_
     assert MARK not in out + err, (out + err)[-3000:]
     assert exit_info.value.code == 2 and err.strip().splitlines()[-1].startswith("error: "), (out + err)[-3000:]
     assert "***" in out + err, (out + err)[-3000:]  # the URL is named, redacted
-    assert _written(tmp_path) == []
+    assert files_holding(tmp_path, MARK) == []

@@ -99,8 +99,4 @@ def paired_bootstrap(
     a: np.ndarray, b: np.ndarray, confidence: float, resamples: int = 5000, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile interval of the mean paired difference a_i - b_i."""
-    diff = a - b
-    rng = np.random.default_rng(seed)
-    means = rng.choice(diff, size=(resamples, len(diff)), replace=True).mean(axis=1)
-    tail = (1 - confidence) / 2
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+    return bootstrap_ci(np.asarray(a) - np.asarray(b), confidence, resamples, seed)
