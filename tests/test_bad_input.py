@@ -305,6 +305,37 @@ CASES += [
         lambda d: (_tuning_beside_a_run(d), _non_empty_out(d)),
         "holds other files",
     ),
+    # every other command that writes a directory: a new or empty one, never another run's
+    Case(
+        "pretrain evaluator: --out holds a training run",
+        lambda d: ["pretrain", "evaluator", "-c", str(d / "good.yaml"), "-o", str(d / "run")],
+        _corrupt_checkpoint,
+        "move it away or pick a new --out",
+    ),
+    Case(
+        "pretrain encoder: --out holds other files",
+        lambda d: ["pretrain", "encoder", "-c", str(d / "good.yaml"), "-o", str(d / "out")],
+        _non_empty_out,
+        "not empty",
+    ),
+    Case(
+        "peft apply: --out holds a training run",
+        lambda d: ["peft", "apply", str(d / "run"), str(d / "a.pt"), "-o", str(d / "run")],
+        lambda d: (_corrupt_checkpoint(d), _write("a.pt", b"x")(d)),
+        "move it away or pick a new --out",
+    ),
+    Case(
+        "probe-latent: --out holds other files",
+        lambda d: ["probe-latent", "--encoder", str(d), "--game", "breakout", "-o", str(d / "out")],
+        _non_empty_out,
+        "not empty",
+    ),
+    Case(
+        "audit: --keep holds other files",
+        lambda d: ["audit", "0123456789abcdef0123456789abcdef", "--keep", str(d / "out")],
+        _non_empty_out,
+        "--keep",
+    ),
     # evaluate
     Case("evaluate: missing run", lambda d: ["evaluate", str(d / "nope")]),
     Case("evaluate: directory without a policy", lambda d: ["evaluate", str(d)]),

@@ -2,8 +2,8 @@
 nothing printed (stdout, stderr, logging) and nothing written holds it.
 
 The inputs: ``MLFLOW_TRACKING_URI`` (a database and an HTTP server), ``OPTUNA_STORAGE``, ``tuning.storage``
-in the config file and in ``--set`` (a profile's overrides become a step's ``--set``; what a compiled
-pipeline holds is ``test_credentials.py``'s). The failures: refused (nothing listens),
+in the config file, in ``--set`` and in a profile's stage overrides (they become a step's ``--set``; what a
+compiled pipeline holds is ``test_credentials.py``'s). The failures: refused (nothing listens),
 unreachable (nothing answers before the timeout), refused by the server (HTTP 401, as a wrong password
 gets). Each case runs the command as a user would (``frugalrl.cli.main``, its output captured at the
 file descriptors, so a library's own logging is seen too) and must end in one ``error:`` line, exit 2.
@@ -26,6 +26,7 @@ MARK = "Mark3rPw"
 REFUSED = "127.0.0.1:9"  # nothing listens on the discard port here
 UNREACHABLE = "10.255.255.1:5432"  # a private address no route answers: the connection times out
 CONFIG = REPO / "configs" / "cartpole-tune.yaml"
+IMAGE = "registry.example:5000/frugalrl@sha256:" + "a" * 64  # compiling names an image; none is pulled
 TINY = ["ppo.total_timesteps=256", "ppo.num_steps=32", "tracking.timeout_s=1"]
 
 
@@ -61,6 +62,17 @@ def _config_with_storage(folder: Path, storage: str) -> Path:
     return path
 
 
+def _profile_with_storage(folder: Path, storage: str) -> Path:
+    """The quick profile's CartPole branch, its tune workers' overrides naming ``storage``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = yaml.safe_load((REPO / "profiles" / "quick.yaml").read_text())
+    data["stages"] = {"train": data["stages"]["train"], "tune": data["stages"]["tune"]}
+    data["stages"]["tune"]["overrides"] = ["tuning.trials=4", f"tuning.storage={storage}"]
+    path = folder / "profile.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 def _cases(tmp: Path, server: str) -> dict[str, tuple[dict[str, str], list[str]]]:
     """name -> (environment, argv): each input path under each failure it can meet."""
     train = ["train", str(REPO / "configs" / "cartpole-ppo.yaml"), "--out", str(tmp / "run"), "--set",
@@ -81,6 +93,9 @@ def _cases(tmp: Path, server: str) -> dict[str, tuple[dict[str, str], list[str]]
         "tuning.storage in the config file, refused": (
             {}, ["tune", "-c", str(_config_with_storage(tmp / "inputs", pg.format(REFUSED))), "--out",
                  str(tmp / "tune-file"), *(a for o in TINY for a in ("--set", o))]),
+        "tuning.storage in a profile's overrides, malformed": (
+            {}, ["pipeline", "compile", "-o", str(tmp / "pipeline.yaml"), "--image", IMAGE, "--profile",
+                 str(_profile_with_storage(tmp / "inputs", "{" + pg.format(REFUSED)))]),
     }  # fmt: skip
 
 
@@ -97,6 +112,7 @@ def _cases(tmp: Path, server: str) -> dict[str, tuple[dict[str, str], list[str]]
         "tuning.storage by --set, refused",
         "tuning.storage by --set, malformed",
         "tuning.storage in the config file, refused",
+        "tuning.storage in a profile's overrides, malformed",
     ],
 )
 def test_a_marker_password_is_never_printed_or_written(case, tmp_path, refusing_server, capfd, monkeypatch):

@@ -50,34 +50,36 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def check_new_run_dir(out: Path) -> None:
+def check_new_run_dir(out: Path, option: str = "--out", resumable: bool = True) -> None:
     """Refuse an ``--out`` a new run would clobber, before anything is written (one-line ``FrugalError``).
 
     A new run needs a new or empty directory it can write. An empty path is the current
     directory (an unset shell variable, usually), which holds the user's files: refused too.
     A lock file no live process holds (``runlock``; the caller checked) does not count.
+    ``option`` names the flag in the message (``--keep`` for the audit); ``resumable``: whether the
+    command can continue a run it finds there (``train`` can; pretraining and the audit cannot).
     """
     out = Path(out)
     name = "the current directory" if str(out) in ("", ".") else str(out)
     if out.exists() and not out.is_dir():
-        raise FrugalError(f"--out {name} is a file, not a directory; give a new or empty directory")
+        raise FrugalError(f"{option} {name} is a file, not a directory; give a new or empty directory")
     if out.is_dir():
         entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE)
         if entries:
             hint = (
                 f"continue that run with --resume {name}"
-                if (out / CHECKPOINT_FILE).exists()
-                else "nothing there is overwritten; move it away or pick a new --out"
+                if resumable and (out / CHECKPOINT_FILE).exists()
+                else f"nothing there is overwritten; move it away or pick a new {option}"
             )
             raise FrugalError(
-                f"--out {name} is not empty ({len(entries)} entries, e.g. {entries[0]}); "
-                f"a new run needs a new or empty directory: {hint}"
+                f"{option} {name} is not empty ({len(entries)} entries, e.g. {entries[0]}); "
+                f"this command needs a new or empty directory: {hint}"
             )
     parent = out.resolve()
     while not parent.exists():
         parent = parent.parent
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise FrugalError(f"--out {name}: {parent} is not writable; pick a directory you can write to")
+        raise FrugalError(f"{option} {name}: {parent} is not writable; pick a directory you can write to")
 
 
 @contextlib.contextmanager

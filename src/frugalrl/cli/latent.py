@@ -16,6 +16,7 @@ from frugalrl.errors import FrugalError
 from frugalrl.latent.probe import PROBE_LABELS, probe_latent
 from frugalrl.latent.store import load_latent
 from frugalrl.latent.visualize import visualize_latent
+from frugalrl.rundir import check_new_run_dir
 from frugalrl.tracking.runs import RunTracker
 
 
@@ -44,6 +45,7 @@ def probe_latent_command(
     """Held-out R^2 of linear and MLP probes from the latent to RAM-annotated positions."""
     if game not in PROBE_LABELS:
         raise FrugalError(f"--game {game!r}: no probe labels; allowed: {', '.join(PROBE_LABELS)}")
+    check_new_run_dir(out, resumable=False)  # an earlier probe.json, or another run's files, stay as they are
     env_id = {"breakout": "ALE/Breakout-v5", "pong": "ALE/Pong-v5"}[game]
     models, config = _latent_config(encoder, env_id)
     results = probe_latent(models.encoder, config, steps=steps, ceiling_steps=1500 if ceiling else 0)

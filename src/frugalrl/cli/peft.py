@@ -13,6 +13,7 @@ from frugalrl.peft.compare import compare
 from frugalrl.peft.store import apply_adapter
 from frugalrl.peft.table import best_line
 from frugalrl.policy_store import save_policy
+from frugalrl.rundir import check_new_run_dir
 
 peft_app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Parameter-efficient fine-tuning: compare methods, apply adapters."
@@ -43,6 +44,7 @@ def peft_apply_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the adapted policy.pt.")],
 ) -> None:
     """Load an adapter onto its base policy; writes OUT/policy.pt (loadable by evaluate)."""
+    check_new_run_dir(out, resumable=False)  # never over a run's own policy.pt
     policy, config = apply_adapter(base, adapter)
     out.mkdir(parents=True, exist_ok=True)
     save_policy(out / "policy.pt", policy, config)

@@ -14,6 +14,7 @@ from frugalrl.envs.registry import is_atari
 from frugalrl.errors import FrugalError
 from frugalrl.latent.pretrain import pretrain_encoder
 from frugalrl.pivot.pretrain import pretrain_evaluator
+from frugalrl.rundir import check_new_run_dir
 
 pretrain_app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Pretraining steps: importance evaluator, frame encoder."
@@ -35,6 +36,7 @@ def pretrain_evaluator_command(
     overrides: SetOption = None,
 ) -> None:
     """Pretrain the PivotRL importance evaluator on labelled baseline-PPO rollouts."""
+    check_new_run_dir(out, resumable=False)  # another run's files are never written over
     loaded = load_config(config, overrides or [])
     check_env(loaded)
     summary = pretrain_evaluator(loaded, out, dataset)
@@ -63,6 +65,7 @@ def pretrain_encoder_command(
     With several --games, one encoder trains on frames of all of them, with a world-model head per
     game; it registers once, as atari-encoder, and runs use it by URI (latent.encoder_from).
     """
+    check_new_run_dir(out, resumable=False)  # another run's files are never written over
     loaded = load_config(config, overrides or [])
     if not is_atari(loaded.env.id):
         raise FrugalError(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from frugalrl.errors import FrugalError, TrackingError
+from frugalrl.rundir import check_new_run_dir
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.provenance import IMAGE_DIGEST_ENV
 from frugalrl.tracking.registry import registry_client
@@ -108,6 +109,8 @@ def audit(
     outside the step image): other packages or system libraries are another experiment, unless
     ``allow_image_change`` (then the difference is listed under ``notes``).
     """
+    if keep:  # the re-run's files never land over another run's
+        check_new_run_dir(Path(keep), option="--keep", resumable=False)
     client = registry_client()
     try:
         run = client.get_run(run_id)

@@ -290,6 +290,11 @@ def load_profile(name_or_path: str, root: Path) -> Profile:
                 f"profile {path.name}: stage {key} registers {stage.model_name!r} but {stage.config} logs no "
                 "MLflow model; add tracking.enabled=true to the stage's overrides"
             )
+    if profile.tune.workers and profile.train is not None:  # the tune workers' own --set, checked here too
+        try:
+            load_config(root / profile.train.config, [*profile.train.overrides, *profile.tune.overrides])
+        except ConfigError as exc:
+            raise ConfigError(f"profile {path.name}: stage tune: {exc}") from None
     return profile
 
 
