@@ -5,7 +5,7 @@ policy out."""
 from kfp import dsl
 from kfp.dsl import Artifact, Input, Markdown, Metrics, Model, Output
 
-from components import FRUGALRL_IMAGE
+from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

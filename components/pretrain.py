@@ -6,7 +6,7 @@ encoder, ...): ``stage`` names it, the library does the rest."""
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
-from components import FRUGALRL_IMAGE
+from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

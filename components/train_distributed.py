@@ -4,7 +4,7 @@ TrainJob, or, with ``job_kind="PyTorchJob"``, the Training Operator's legacy PyT
 from kfp import dsl
 from kfp.dsl import Metrics, Model, Output
 
-from components import FRUGALRL_IMAGE
+from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

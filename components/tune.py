@@ -3,7 +3,7 @@
 from kfp import dsl
 from kfp.dsl import Input, Metrics, Model, Output
 
-from components import FRUGALRL_IMAGE
+from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

@@ -19,9 +19,9 @@ from frugalrl.credentials import redact_text, shown
 from frugalrl.errors import PipelineFailed
 from frugalrl.ops.images import ImageError, is_pinned
 from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
-from pipelines.console import StageConsole, stage_names
-from pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image
-from pipelines.training import pipeline_for, pipeline_kind
+from frugalrl.pipelines.console import StageConsole, stage_names
+from frugalrl.pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image
+from frugalrl.pipelines.training import pipeline_for, pipeline_kind
 
 
 def compile_pipeline(
@@ -41,7 +41,7 @@ def compile_pipeline(
     for a dev cluster, and the compiled pipeline's description then says so."""
     gpu = False
     if profile is not None:
-        from pipelines.production import build_pipeline, load_profile
+        from frugalrl.pipelines.production import build_pipeline, load_profile
 
         loaded = load_profile(profile)
         pipeline, gpu = build_pipeline(loaded), bool(loaded.gpu_stages())
@@ -153,12 +153,12 @@ def run_profile_local(
 ) -> list[str]:
     """Run a profile's production DAG here (kfp.local); returns what to print: champions, report, MLflow UI.
 
-    ``isolated``: every stage in its own directory with only its declared inputs (``pipelines.isolated``).
+    ``isolated``: every stage in its own directory with only its declared inputs (``frugalrl.pipelines.isolated``).
 
     The tune workers share one study in ``OPTUNA_STORAGE``, else the train stage's ``tuning.storage``,
     else a sqlite file under ``root``.
     """
-    from pipelines.production import build_pipeline, load_profile
+    from frugalrl.pipelines.production import build_pipeline, load_profile
 
     started = time.perf_counter()
     profile = load_profile(profile_name)  # validates every stage's config before any step starts
@@ -238,13 +238,13 @@ def _pin_artifact_root(uri: str, experiments: list[str]) -> None:
 
 @contextlib.contextmanager
 def _isolation(enabled: bool) -> Any:
-    """While enabled, kfp.local runs every stage's command through ``pipelines.isolated``'s sandbox."""
+    """While enabled, kfp.local runs every stage's command through ``frugalrl.pipelines.isolated``'s sandbox."""
     if not enabled:
         yield
         return
     from kfp.local import subprocess_task_handler as handler
 
-    from pipelines.isolated import isolated_command
+    from frugalrl.pipelines.isolated import isolated_command
 
     original = handler.run_local_subprocess
     handler.run_local_subprocess = lambda full_command, env_vars=None: original(

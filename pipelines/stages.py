@@ -6,15 +6,15 @@ so adding one changes no file in this package."""
 
 from typing import Any, NamedTuple
 
-from components.collect_rollouts import collect_rollouts
-from components.evaluate import evaluate
-from components.pretrain import pretrain
-from components.register import register
+from frugalrl.components.collect_rollouts import collect_rollouts
+from frugalrl.components.evaluate import evaluate
+from frugalrl.components.pretrain import pretrain
+from frugalrl.components.register import register
 from kfp import dsl
 from kfp.dsl import Input, Markdown, Model
 
 from frugalrl.pretraining import PretrainStage
-from pipelines.cluster import Placement
+from frugalrl.pipelines.cluster import Placement
 
 
 class Promotion(NamedTuple):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import sys
 
-from pipelines.console import StageConsole, stage_names
-from pipelines.production import build_pipeline, load_profile
+from frugalrl.pipelines.console import StageConsole, stage_names
+from frugalrl.pipelines.production import build_pipeline, load_profile
 
 
 def test_console_shows_stages_metrics_and_progress_and_logs_everything(tmp_path):

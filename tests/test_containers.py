@@ -73,7 +73,7 @@ def test_a_base_from_an_unreachable_registry_is_one_line_naming_the_local_base(r
 def test_a_step_container_reports_its_real_exit_code(step_image, code):
     """A container that exits at once (kfp.local's own runner could lose its code and say 0)."""
     import docker
-    from pipelines.containers import run_container_and_wait
+    from frugalrl.pipelines.containers import run_container_and_wait
 
     client = docker.from_env()
     try:

@@ -119,7 +119,7 @@ def test_an_unpinned_image_passes_only_when_allowed_and_the_pipeline_says_so(tmp
     assert all(
         {"name": "FRUGALRL_IMAGE_DIGEST", "value": "sha256:" + "1" * 64} in e["container"]["env"] for e in executors
     )  # fmt: skip  (a local build: its image ID)
-    from pipelines.training import pipeline_for
+    from frugalrl.pipelines.training import pipeline_for
 
     assert "NOT PINNED" not in pipeline_for("plain").pipeline_spec.pipeline_info.description  # restored after
 
@@ -143,8 +143,8 @@ def test_pinned_means_a_registry_and_a_digest(reference, pinned):
 
 
 def test_pinning_names_the_image_in_every_step_and_leaves_the_pipeline_as_it_was():
-    from pipelines.containers import images_of, pinned_image
-    from pipelines.production import build_pipeline, load_profile
+    from frugalrl.pipelines.containers import images_of, pinned_image
+    from frugalrl.pipelines.production import build_pipeline, load_profile
 
     pipeline = build_pipeline(load_profile("quick"))
     before = images_of(pipeline)
@@ -156,7 +156,7 @@ def test_pinning_names_the_image_in_every_step_and_leaves_the_pipeline_as_it_was
 
 def test_pinning_names_the_image_of_the_pytorchjob_workers_too(tmp_path):
     """GPU steps and the distributed job's workers run the CUDA image; every other step the CPU one."""
-    from pipelines.local import compile_pipeline
+    from frugalrl.pipelines.local import compile_pipeline
 
     reference, cuda = f"127.0.0.1:5000/frugalrl@{DIGEST}", f"127.0.0.1:5000/frugalrl-cuda@sha256:{'e' * 64}"
     lines = compile_pipeline(tmp_path / "full.yaml", profile="full", image=reference, cuda_image=cuda)
@@ -175,7 +175,7 @@ def test_pinning_names_the_image_of_the_pytorchjob_workers_too(tmp_path):
 
 
 def test_a_gpu_profile_without_a_cuda_image_is_refused(tmp_path, monkeypatch):
-    from pipelines.local import compile_pipeline
+    from frugalrl.pipelines.local import compile_pipeline
 
     monkeypatch.setenv("FRUGALRL_IMAGE_RECORDS", str(tmp_path / "records"))  # no cuda build recorded
     with pytest.raises(ImageError, match="no cuda image to name: .* or pass --cuda-image HOST/frugalrl@sha256:"):
@@ -202,7 +202,7 @@ def test_a_step_container_that_fails_fast_is_a_failure_not_a_success(monkeypatch
     """kfp.local (2.17) reads a container's exit code after ``auto_remove`` may have removed it, and then
     says 0; the runner frugalrl installs keeps the container until its code is read."""
     from kfp.local import docker_task_handler
-    from pipelines.containers import docker_runner, run_container_and_wait
+    from frugalrl.pipelines.containers import docker_runner, run_container_and_wait
 
     class Container:
         removed = False
@@ -226,7 +226,7 @@ def test_a_step_container_that_fails_fast_is_a_failure_not_a_success(monkeypatch
     assert run_container_and_wait(Client(), "img", ["false"], {}, auto_remove=True) == 3
     assert Container.removed
     monkeypatch.setattr(docker_task_handler, "run_docker_container", docker_task_handler.run_docker_container)
-    monkeypatch.setattr("pipelines.containers._shareable", lambda root: None)
+    monkeypatch.setattr("frugalrl.pipelines.containers._shareable", lambda root: None)
     docker_runner(Path("."))
     assert docker_task_handler.run_docker_container is run_container_and_wait  # what each step now runs
 
@@ -258,7 +258,7 @@ def test_the_with_layer_installs_packages_puts_modules_on_the_path_and_records_w
     lines = text.splitlines()
     assert lines[0] == "FROM sha256:abc" and lines[-1] == "USER 1000"  # back to the image's own user
     assert 'pip install --no-cache-dir "pkg>=1" "/opt/x/item1" && pip check' in text
-    assert f"PYTHONPATH=/opt/frugalrl:{MODULES}" in text and 'FRUGALRL_IMAGE_WITH="[\\"myenvs.py\\"' in text
+    assert f"PYTHONPATH={MODULES}" in text and 'FRUGALRL_IMAGE_WITH="[\\"myenvs.py\\"' in text
     assert 'LABEL org.frugalrl.with="[\\"myenvs.py\\", \\"pkg>=1\\", \\"./pkg\\"]"' in text
     assert "pip install" not in dockerfile("sha256:abc", [("modules", MODULES)], "[]", cert=False)
 

@@ -231,10 +231,16 @@ def test_the_library_never_edits_sys_path():
     assert offenders == []
 
 
-def test_the_pipeline_layer_is_installed_with_the_library(tmp_path):
-    """``frugalrl pipeline`` imports ``pipelines`` plainly: it must import from anywhere, with no PYTHONPATH."""
+def test_the_pipeline_layer_is_installed_under_frugalrl(tmp_path):
+    """``frugalrl pipeline`` imports ``frugalrl.pipelines`` from anywhere, with no PYTHONPATH; the repository's
+    ``pipelines/`` and ``components/`` are not top-level names of the environment (another project's would clash)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    code = "import components, pipelines; print(pipelines.__file__)"
+    code = (
+        "import importlib.util, frugalrl.components, frugalrl.pipelines; print(frugalrl.pipelines.__file__); "
+        "print(importlib.util.find_spec('pipelines'), importlib.util.find_spec('components'))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert Path(done.stdout.strip()).resolve() == (REPO / "pipelines" / "__init__.py").resolve()
+    where, top_level = done.stdout.strip().splitlines()
+    assert Path(where).resolve() == (REPO / "pipelines" / "__init__.py").resolve()
+    assert top_level == "None None"

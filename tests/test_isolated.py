@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from pipelines.isolated import run
+from frugalrl.pipelines.isolated import run
 
 STAGE = """
 import json, sys
@@ -50,7 +50,7 @@ def test_isolated_runs_keep_a_local_stores_artifacts_outside_the_stage_sandboxes
     """With a sqlite store, an experiment created inside a stage would keep its artifacts in that
     stage's deleted sandbox; the runner creates the experiments first, under the caller's mlruns."""
     from mlflow import MlflowClient
-    from pipelines.local import _pin_artifact_root
+    from frugalrl.pipelines.local import _pin_artifact_root
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from kfp import compiler
-from pipelines.training import pipeline_for, pipeline_kind
+from frugalrl.pipelines.training import pipeline_for, pipeline_kind
 
 import frugalrl.pretraining
 from frugalrl import pretraining

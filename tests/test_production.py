@@ -94,7 +94,7 @@ def _class_of(executor: str, gpu: set[str]) -> str:
 def test_a_compiled_profile_is_ready_for_a_cluster(tmp_path, capsys, profile, images, gpu_tasks):
     """The issue's acceptance: tracking from a Secret, GPUs only where a stage's config runs on one, requests,
     limits and a deadline on every step, and every image pinned by registry and digest."""
-    from pipelines.production import load_profile
+    from frugalrl.pipelines.production import load_profile
 
     from frugalrl.ops.images import is_pinned
 
@@ -279,7 +279,7 @@ def test_quick_profile_has_no_gpu_settings_and_disabled_stages_are_absent(tmp_pa
 
 
 def test_profile_stage_without_a_logged_model_is_a_clear_error(tmp_path):
-    from pipelines.production import load_profile
+    from frugalrl.pipelines.production import load_profile
 
     custom = tmp_path / "untracked.yaml"
     custom.write_text(yaml.safe_dump({"name": "x", "stages": {"peft": {"config": "configs/peft-quick.yaml",
@@ -289,7 +289,7 @@ def test_profile_stage_without_a_logged_model_is_a_clear_error(tmp_path):
 
 
 def test_unknown_profile_is_a_clear_error(tmp_path):
-    from pipelines.production import load_profile
+    from frugalrl.pipelines.production import load_profile
 
     with pytest.raises(ConfigError, match="known profiles: \\['full', 'quick'\\]"):
         load_profile("nope")

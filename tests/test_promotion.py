@@ -142,7 +142,7 @@ def test_gate_keeps_a_first_version_that_does_nothing_out_of_champion(tmp_path):
     assert "does not beat the random policy" in client.get_model_version(name, v1).tags["frugalrl.promotion"]
     with pytest.raises(Exception, match="champion"):
         client.get_model_version_by_alias(name, "champion")
-    from pipelines.local import _champion_line
+    from frugalrl.pipelines.local import _champion_line
 
     from frugalrl.ops.steps import registration_markdown
 

@@ -166,7 +166,7 @@ def test_the_pipeline_stage_renders_either_kind_trainjob_by_default():
 
 
 def test_the_production_dag_passes_the_job_kind_to_the_distributed_stage(tmp_path):
-    from pipelines.local import compile_pipeline
+    from frugalrl.pipelines.local import compile_pipeline
 
     profile = tmp_path / "dist.yaml"
     profile.write_text(yaml.safe_dump({"name": "dist", "stages": {"train": {

@@ -63,10 +63,7 @@ def image_push(
 
 def _checkout() -> Path:
     """The frugalrl checkout the image is built from: the one this frugalrl is installed from (``pip install -e``)."""
-    _pipelines()
-    import pipelines
-
-    root = Path(pipelines.__file__).resolve().parent.parent
+    root = Path(_pipelines().__file__).resolve().parent.parent
     if not (root / "images" / "Dockerfile.cpu").is_file():
         raise FrugalError(
             f"the image builds from a frugalrl checkout, and this frugalrl is installed in {root}, not from one; "

@@ -1,7 +1,7 @@
 """``frugalrl pipeline``: compile a Kubeflow pipeline, submit or schedule it on a cluster, run it locally.
 
-The pipelines (``pipelines/``, ``components/``) install as top-level packages beside ``frugalrl``
-(pyproject.toml), so no checkout has to be on ``sys.path``.
+The pipelines (``pipelines/``, ``components/`` in the repository) install as ``frugalrl.pipelines`` and
+``frugalrl.components`` with the ``pipelines`` extra (pyproject.toml), so no checkout has to be on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -24,19 +24,10 @@ pipeline_app = typer.Typer(
 )
 
 
-def _pipelines():  # noqa: ANN202 - returns the pipelines.local module
-    """``pipelines.local``: the KFP layer installs beside the library (pyproject.toml), so a plain import.
-
-    Imported when a command runs, not with this module: it loads kfp, which the other commands do not need."""
-    try:
-        return importlib.import_module("pipelines.local")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("pipelines", "components"):
-            raise
-        raise FrugalError(
-            "frugalrl's pipelines package is not installed (an install from before it shipped); "
-            "reinstall from the checkout: pip install -e . (or make setup)"
-        ) from None
+def _pipelines():  # noqa: ANN202 - returns the frugalrl.pipelines.local module
+    """``frugalrl.pipelines.local``, imported when a command runs, not with this module: it loads kfp, which
+    the other commands do not need (and a core install, without the pipelines extra, does not have)."""
+    return importlib.import_module("frugalrl.pipelines.local")
 
 
 ImageOption = Annotated[
@@ -137,7 +128,7 @@ def pipeline_submit(
     """Start one run on a Kubeflow Pipelines cluster (compiles first unless --package)."""
     _check_host(host)
     _pipelines()  # kfp loads only when a pipeline command runs
-    from pipelines.remote import submit
+    from frugalrl.pipelines.remote import submit
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = _compiled(config, profile, package, Path(tmp) / "p.yaml", (image, cuda_image, allow_unpinned))
@@ -162,7 +153,7 @@ def pipeline_schedule(
     """Create a recurring run on a Kubeflow Pipelines cluster."""
     _check_host(host)
     _pipelines()
-    from pipelines.remote import kfp_cron, schedule
+    from frugalrl.pipelines.remote import kfp_cron, schedule
 
     kfp_cron(cron)  # a bad expression fails before anything is compiled or sent
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,6 +15,7 @@ import typer
 from frugalrl.cli.lazy import LazyCommand, LazyGroup
 from frugalrl.credentials import shown
 from frugalrl.errors import INTERRUPTED, FrugalError
+from frugalrl.extras import missing_extra
 
 # Every command, in the order ``frugalrl --help`` lists them, with the help line it shows there: the
 # table is all the listing reads, so ``frugalrl --help`` imports no command module (nor torch, pydantic).
@@ -95,6 +96,12 @@ def main(argv: list[str] | None = None) -> None:
     except FrugalError as exc:
         print(f"error: {shown(str(exc))}", file=sys.stderr)  # messages hide credentials; this is the last guard
         sys.exit(exc.exit_code)
+    except ModuleNotFoundError as exc:  # a command of an optional extra (pyproject.toml) on a core install
+        line = missing_extra(exc)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        sys.exit(2)
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise

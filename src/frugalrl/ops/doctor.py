@@ -91,7 +91,13 @@ def _check_mlflow() -> str:
 
 
 def _check_kfp() -> str:
-    import kfp
+    try:
+        import kfp
+    except ModuleNotFoundError as exc:
+        if exc.name != "kfp":
+            raise
+        # optional: a core install trains, tunes and tracks without it (pyproject.toml's pipelines extra)
+        return "not installed: only the pipeline commands need it (pip install 'frugalrl[pipelines]')"
     from kfp import compiler, dsl
 
     @dsl.component(base_image="python:3.11", install_kfp_package=False)
@@ -132,7 +138,7 @@ CHECKS: list[tuple[str, Callable[[], str], str]] = [
     ("MuJoCo", _check_mujoco, "pip install 'gymnasium[mujoco]' mujoco"),
     ("Box2D", _check_box2d, "pip install 'gymnasium[box2d]' (needs swig only when no wheel fits)"),
     ("MLflow store", _check_mlflow, "set MLFLOW_TRACKING_URI to a reachable server, or unset it for ./mlflow.db"),
-    ("kfp", _check_kfp, "pip install kfp kfp-kubernetes"),
+    ("kfp", _check_kfp, "pip install 'frugalrl[pipelines]'"),
 ]
 
 
@@ -152,6 +158,7 @@ def run_checks(benchmark_mode: bool = False) -> list[CheckResult]:
 
 def print_report(results: list[CheckResult]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="frugalrl check")
@@ -159,6 +166,7 @@ def print_report(results: list[CheckResult]) -> None:
     table.add_column("status")
     table.add_column("detail")
     table.add_column("fix")
-    for r in results:
-        table.add_row(r.name, "[green]ok[/]" if r.ok else "[red]FAIL[/]", r.detail, r.fix if not r.ok else "")
+    for r in results:  # escaped: a detail or fix may hold brackets (frugalrl[pipelines]) that are not markup
+        fix = escape(r.fix) if not r.ok else ""
+        table.add_row(r.name, "[green]ok[/]" if r.ok else "[red]FAIL[/]", escape(r.detail), fix)
     Console(width=160).print(table)

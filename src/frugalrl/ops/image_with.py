@@ -81,7 +81,7 @@ def dockerfile(base: str, kinds: list[tuple[str, str]], record: str, cert: bool)
         quoted = " ".join(json.dumps(target) for target in installs)
         lines.append(f"RUN {export}PIP_DISABLE_PIP_VERSION_CHECK=1 pip install --no-cache-dir {quoted} && pip check")
     lines += [
-        f"ENV PYTHONPATH=/opt/frugalrl:{MODULES} {WITH_ENV}={json.dumps(record)}",
+        f"ENV PYTHONPATH={MODULES} {WITH_ENV}={json.dumps(record)}",
         f"LABEL {WITH_LABEL}={json.dumps(record)}",
         "USER 1000",
     ]

@@ -37,7 +37,7 @@ from frugalrl.ops.image_context import (
     write_context,
 )
 
-# What every compiled step names until a compile or run pins another (``pipelines.containers.pinned_image``):
+# What every compiled step names until a compile or run pins another (``frugalrl.pipelines.containers.pinned_image``):
 # the tag ``docker build -f images/Dockerfile.cpu -t frugalrl:0.1.0-cpu .`` gives.
 DEFAULT_IMAGE = f"frugalrl:{__version__}-cpu"
 FLAVORS = {"cpu": "images/Dockerfile.cpu", "cuda": "images/Dockerfile.cuda"}

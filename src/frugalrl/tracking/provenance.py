@@ -21,7 +21,7 @@ from frugalrl.tracking.store import registry_client
 PIPELINE_RUN_ENV = "FRUGALRL_PIPELINE_RUN_ID"
 AUDITED_PACKAGES = ("torch", "numpy", "gymnasium", "ale-py", "mujoco", "mlflow", "optuna", "peft", "kfp")
 # The step image a pipeline step runs in: its digest and reference, set on every step by the compiled
-# pipeline (``pipelines.containers.pinned_image``); absent on a host.
+# pipeline (``frugalrl.pipelines.containers.pinned_image``); absent on a host.
 IMAGE_DIGEST_ENV = "FRUGALRL_IMAGE_DIGEST"
 IMAGE_REF_ENV = "FRUGALRL_IMAGE_REF"
 IMAGE_WITH_ENV = "FRUGALRL_IMAGE_WITH"  # set in an image built with --with (ops/image_with.py)
