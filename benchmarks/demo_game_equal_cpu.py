@@ -35,8 +35,10 @@ from pathlib import Path
 
 import _harness
 import _report
-from atari_equal_cpu import (
+from _atari import REFERENCES
+from _equal_cpu import (
     MIN_RUNS_FOR_INTERVAL,
+    PROTOCOL,
     by_contender,
     capped_lines,
     contender_table,
@@ -48,9 +50,7 @@ from atari_equal_cpu import (
     threshold_lines,
     train_row,
 )
-from latent_vs_pixel import REFERENCES
 
-PROTOCOL = "full-game"
 NAME = "demo_game_equal_cpu"
 DEMO_CONFIG = _report.REPO_ROOT / "configs" / "roadrunner-latent.yaml"
 PIXEL_CONFIG = _report.REPO_ROOT / "configs" / "atari100k-ppo.yaml"

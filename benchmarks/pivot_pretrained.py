@@ -47,8 +47,8 @@ import yaml
 
 import _harness
 import _report
+from _pivot import run_figures
 from _report import mmm
-from pivot_vs_ppo import run_figures
 
 CONFIG = _report.REPO_ROOT / "configs" / "cartpole-pivot.yaml"
 SECTION = "pivot_pretrained"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import _harness
 import _report
-from pivot_vs_ppo import run_training
+from _pivot import run_training
 
 TARGET = -100.0
 CONFIG = _report.REPO_ROOT / "configs" / "acrobot-pivot.yaml"

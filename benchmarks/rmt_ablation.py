@@ -50,6 +50,7 @@ from pathlib import Path
 
 import _harness
 import _report
+from _rmt import REPRODUCED, comparison, select
 
 ENVS = {
     "LunarLander-v3": {"config": "lunarlander-rmt.yaml", "target": 200.0, "ppo": "lunarlander-ppo.yaml"},
@@ -68,8 +69,6 @@ PARTS = {
     "all": ["replay.kind=tiered", "meta.enabled=true", "dqn.exploration=boltzmann", "policy.block=fractal"],
 }
 RESULTS = _report.RESULTS_DIR / "rmt_ablation.jsonl"
-# What a rerun must match for a kept row to stand in for it (deterministic runs give equal floats).
-REPRODUCED = ("config_hash", "optimizer_steps", "eval_mean", "mean_train_return")
 
 
 def run_frugalrl(config: Path, overrides: list[str], workdir: Path, target: float) -> dict:
@@ -362,29 +361,6 @@ def main() -> None:
         return results
 
     _report.run_or_render("rmt_ablation", args, run, report, select)
-
-
-def comparison(row: dict) -> str:
-    """The comparison a row belongs to: its batch, or the batch it continues (``--part-of``)."""
-    return row.get("part_of") or row["batch"]
-
-
-def select(stored: list[dict], _: argparse.Namespace | None = None) -> list[dict]:
-    """Per env: the newest comparison (a batch and the batches that continue it) with the rows it reuses, then
-    the newest comparison of every variant not shown yet (each as its own table, its first batch in
-    ``shown_in``)."""
-    out = []
-    for env in dict.fromkeys(r["env_id"] for r in stored):
-        rows = [r for r in stored if r["env_id"] == env]
-        shown: set[str] = set()
-        for head in reversed(rows):
-            if head["variant"] in shown:
-                continue
-            batch = [r for r in rows if comparison(r) == comparison(head)]
-            table = _report.with_reused(stored, batch, REPRODUCED, env_id=env)
-            shown |= {r["variant"] for r in table}
-            out += [{**r, "shown_in": comparison(head)} for r in table]
-    return out
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def test_rliable_gets_the_runs_the_equal_cpu_table_compares(monkeypatch):
     """Each game with 3 runs or more alone; all games together only for a contender on every game, its first
     n seeds on each (n the fewest), human-normalised: rliable takes a runs x games matrix."""
     monkeypatch.syspath_prepend(str(BENCH))
-    from latent_vs_pixel import human_normalised
+    from _atari import human_normalised
     from rliable_check import ALL_GAMES, matrices
 
     def rows(game, variant, scores):
@@ -97,7 +97,7 @@ def test_rliable_gets_the_runs_the_equal_cpu_table_compares(monkeypatch):
 
 def test_the_curriculum_line_names_the_difference_and_what_it_shows(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH))
-    from atari_equal_cpu import curriculum_lines
+    from _equal_cpu import curriculum_lines
 
     def runs(*scores):
         return [{"score": s} for s in scores]
@@ -115,7 +115,7 @@ def test_the_curriculum_line_names_the_difference_and_what_it_shows(monkeypatch)
 def test_the_demo_game_section_says_which_contender_is_ahead_and_by_what(monkeypatch):
     """The demo's game at equal CPU: a contender is called ahead of pixel PPO only when the intervals are apart."""
     monkeypatch.syspath_prepend(str(BENCH))
-    from atari_equal_cpu import contender_table
+    from _equal_cpu import contender_table
     from demo_game_equal_cpu import DESCRIPTIONS, verdict_lines
 
     game = "ALE/RoadRunner-v5"

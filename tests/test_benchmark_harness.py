@@ -233,35 +233,35 @@ def _peft_rows(returns: dict[str, list[float]], seeds: int = 3) -> list[dict]:
 
 
 def test_peft_claims_come_from_the_kept_runs_and_wait_for_a_complete_table(bench):
+    import _peft
     import peft_methods
 
     returns = {"full": [100, 110, 120], "lora": [118, 119, 121], "adapter": [60, 70, 80], "bitfit": [100, 101, 102],
                "none": [40, 40, 40], "scratch": [10, 20, 30]}  # fmt: skip
-    rows = peft_methods.contest_rows(_peft_rows(returns))
-    measured, evidence, verdict = peft_methods.claim_finding(rows, "lora")
+    rows = _peft.contest_rows(_peft_rows(returns))
+    measured, evidence, verdict = _peft.claim_finding(rows, "lora")
     assert verdict == "confirmed" and "108% of full" in measured and "1.00% of the source's" in measured
     assert "36 of 36 runs kept" in evidence
-    assert peft_methods.claim_finding(rows, "adapter")[2] == (  # 64% of full at 1% of the cost: claimed 95% at 2.8%
+    assert _peft.claim_finding(rows, "adapter")[2] == (  # 64% of full at 1% of the cost: claimed 95% at 2.8%
         "refuted (the score holds on 0 of 2 targets, the cost on 2 of 2)"
     )
-    measured, _, verdict = peft_methods.claim_finding(rows, "best")
+    measured, _, verdict = _peft.claim_finding(rows, "best")
     assert verdict == "confirmed" and "heavy: LoRA ranks 1 of 3" in measured  # [118, 121] above bitfit's [100, 102]
     close = {**returns, "bitfit": [117, 119, 122]}
-    assert peft_methods.claim_finding(peft_methods.contest_rows(_peft_rows(close)), "best")[2].startswith(
-        "not separated"
-    )
+    assert _peft.claim_finding(_peft.contest_rows(_peft_rows(close)), "best")[2].startswith("not separated")
     gone = {("light", "scratch", 1), ("light", "scratch", 2), ("light", "scratch", 3), ("light", "bitfit", 3)}
     partial = [r for r in _peft_rows(returns) if (r["run"]["target"], r["run"]["method"], r["run"]["seed"]) not in gone]
-    partial = peft_methods.contest_rows(partial)
-    assert peft_methods.claim_finding(partial, "lora")[2] == "confirmed"  # its runs and full's are complete
-    assert peft_methods.claim_finding(partial, "bitfit")[2].startswith("not yet measured")
-    assert peft_methods.claim_finding(partial, "best")[2].startswith("not yet measured")
+    partial = _peft.contest_rows(partial)
+    assert _peft.claim_finding(partial, "lora")[2] == "confirmed"  # its runs and full's are complete
+    assert _peft.claim_finding(partial, "bitfit")[2].startswith("not yet measured")
+    assert _peft.claim_finding(partial, "best")[2].startswith("not yet measured")
     text = peft_methods.report(partial)
     assert "runs kept: 32 of 36; not yet run: light/scratch" in text
     assert "| heavy | lora | 3 | 119.0 [118.0, 121.0] | 108.2 | 112.9 | 300 |" in text
 
 
 def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh(bench, tmp_path):
+    import _peft
     import peft_methods
     from frugalrl.peft.table import RUN_FIELDS, write_csv
 
@@ -274,7 +274,7 @@ def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh
     rows = bench[1].read_rows(results)
     assert len(rows) == 1 and rows[0]["run"]["curve"] == [[3, 1.0]]
     newer = {**rows[0], "source_sha256": "t", "run": {**rows[0]["run"], "seed": 2}}
-    assert peft_methods.contest_rows([*rows, newer]) == [newer]
+    assert _peft.contest_rows([*rows, newer]) == [newer]
 
 
 def test_the_kept_peft_source_is_a_sac_run_of_the_comparison_s_task(bench):
