@@ -13,10 +13,10 @@ import argparse
 import statistics
 from pathlib import Path
 
-import _harness
-import _report
-from _atari import REFERENCES, human_normalised
 from frugalrl.stats import bootstrap_iqm_difference, stratified_bootstrap_iqm
+
+from . import _harness, _report
+from ._atari import REFERENCES, human_normalised
 
 PROTOCOL = "full-game"
 # atari_equal_cpu's contenders (the frozen shared encoder, three games), in table order; the demo's have their own

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 
-import _report
+from . import _report
 
 # The seed's table (cost %, score %). Its prefix-tuning row has no counterpart here: frugalrl's ``prefix`` is a
 # bias shift of a layer's input, W(x + p) + b, not prefix-tuning, so it is not set beside that figure.

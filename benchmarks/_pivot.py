@@ -13,8 +13,7 @@ from typing import Any
 
 import yaml
 
-import _harness
-import _report
+from . import _harness, _report
 
 # env -> its PivotRL config under configs/
 CONFIGS = {

@@ -177,13 +177,14 @@ def portable(text: str) -> str:
 
 
 def command_line() -> str:
-    """The command that is running, as a user would type it from the repository root."""
+    """The command that is running, as a user would type it from the repository root: ``python -m benchmarks.x
+    ...`` (under ``-m``, ``sys.argv[0]`` is the module's file)."""
     script = Path(sys.argv[0]).resolve()
     try:
-        script_text = str(script.relative_to(REPO_ROOT))
+        invoked = ["-m", ".".join(script.relative_to(REPO_ROOT).with_suffix("").parts)]
     except ValueError:
-        script_text = str(script)
-    return portable(shlex.join(["python", script_text, *sys.argv[1:]]))
+        invoked = [str(script)]
+    return portable(shlex.join(["python", *invoked, *sys.argv[1:]]))
 
 
 def now() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-import _report
+from . import _report
 
 # What a rerun must match for a kept row to stand in for it (deterministic runs give equal floats).
 REPRODUCED = ("config_hash", "optimizer_steps", "eval_mean", "mean_train_return")

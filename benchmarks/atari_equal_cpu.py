@@ -42,10 +42,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _atari import REFERENCES, STAGES, human_normalised
-from _equal_cpu import (
+from frugalrl.stats import interquartile_mean, stratified_bootstrap_iqm
+
+from . import _harness, _report
+from ._atari import REFERENCES, STAGES, human_normalised
+from ._equal_cpu import (
     DESCRIPTIONS,
     MIN_RUNS_FOR_INTERVAL,
     PROTOCOL,
@@ -61,7 +62,6 @@ from _equal_cpu import (
     threshold_lines,
     train_row,
 )
-from frugalrl.stats import interquartile_mean, stratified_bootstrap_iqm
 
 CONFIGS = {"pixel": "atari100k-ppo.yaml", "real": "atari100k-latent.yaml", "stages": "atari100k-latent.yaml",
            "adaptive": "atari100k-latent.yaml"}  # fmt: skip

@@ -33,10 +33,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _atari import REFERENCES
-from _equal_cpu import (
+from . import _harness, _report
+from ._atari import REFERENCES
+from ._equal_cpu import (
     MIN_RUNS_FOR_INTERVAL,
     PROTOCOL,
     by_contender,

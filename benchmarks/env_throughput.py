@@ -43,8 +43,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-import _harness
-import _report
+from . import _harness, _report
 
 DEFAULT_ENVS = ("CartPole-v1", "ALE/Breakout-v5", "HalfCheetah-v5")
 # Agent steps per measurement, sized so that each measurement takes roughly 1-4 s on a slow core.

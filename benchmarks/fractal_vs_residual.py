@@ -26,8 +26,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
 
 ENVS = {
     "CartPole-v1": {"config": "cartpole-dqn.yaml", "thresholds": [195.0, 475.0]},  # the first is the verdict's

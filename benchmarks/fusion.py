@@ -21,9 +21,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _report import median_of
+from . import _harness, _report
+from ._report import median_of
 
 CONFIGS = {"CartPole-v1": "cartpole-ppo.yaml", "LunarLander-v3": "lunarlander-ppo.yaml"}
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-import _harness
-import _report
 from frugalrl.config import load_config
 from frugalrl.cost import CostMeter
 from frugalrl.latent.dataset import collect_frames
 from frugalrl.latent.pretrain import train_latent_models
 from frugalrl.latent.probe import probe_latent
+
+from . import _harness, _report
 
 CONFIG = _report.REPO_ROOT / "configs" / "breakout-latent.yaml"
 

@@ -39,10 +39,10 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _atari import ATARI100K_PROTOCOL, REFERENCES, STAGES, atari100k_runs, human_normalised
 from frugalrl.stats import interquartile_mean
+
+from . import _harness, _report
+from ._atari import ATARI100K_PROTOCOL, REFERENCES, STAGES, atari100k_runs, human_normalised
 
 CONFIGS = _report.REPO_ROOT / "configs"
 VARIANTS: dict[str, list[str]] = {

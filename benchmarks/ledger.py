@@ -28,16 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 
-import _report
-import _rmt
-import _signals as sig
-from _atari import ATARI100K_PROTOCOL, REFERENCES, SINGLE_LIFE_PROTOCOL, atari100k_runs
-from _equal_cpu import by_contender, curriculum_lines, latest
-from _peft import claim_finding, contest_rows
-from _pivot import random_policy_return
-from _report import paired_difference, paired_ratios
 from frugalrl.ops.claims import SEED_CLAIMS
 from frugalrl.stats import stratified_bootstrap_iqm
+
+from . import _report, _rmt
+from . import _signals as sig
+from ._atari import ATARI100K_PROTOCOL, REFERENCES, SINGLE_LIFE_PROTOCOL, atari100k_runs
+from ._equal_cpu import by_contender, curriculum_lines, latest
+from ._peft import claim_finding, contest_rows
+from ._pivot import random_policy_return
+from ._report import paired_difference, paired_ratios
 
 RESULTS = _report.RESULTS_DIR
 SECTION = "claims_ledger"

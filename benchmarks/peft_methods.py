@@ -28,9 +28,8 @@ import json
 import shutil
 from pathlib import Path
 
-import _harness
-import _report
-from _peft import CLAIMS, contest_rows, table_of
+from . import _harness, _report
+from ._peft import CLAIMS, contest_rows, table_of
 
 RESULTS = _report.RESULTS_DIR / "peft_methods.jsonl"
 CONFIG = Path("configs") / "invdoublependulum-peft.yaml"

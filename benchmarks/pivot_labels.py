@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import _harness
-import _report
-from _pivot import CONFIGS
 from frugalrl.config import load_config
 from frugalrl.pivot.labels import spearman
 from frugalrl.pivot.pretrain import LABEL_KINDS, collect_dataset, pretrain_from_dataset
+
+from . import _harness, _report
+from ._pivot import CONFIGS
 
 HEADER = ["env", "samples", "Spearman policy_gradient vs grad_norm", "advantage vs grad_norm",
           "policy_gradient vs advantage", "evaluator held-out Spearman: policy_gradient", "advantage",

@@ -45,10 +45,9 @@ from pathlib import Path
 
 import yaml
 
-import _harness
-import _report
-from _pivot import run_figures
-from _report import mmm
+from . import _harness, _report
+from ._pivot import run_figures
+from ._report import mmm
 
 CONFIG = _report.REPO_ROOT / "configs" / "cartpole-pivot.yaml"
 SECTION = "pivot_pretrained"

@@ -17,9 +17,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _pivot import run_training
+from . import _harness, _report
+from ._pivot import run_training
 
 TARGET = -100.0
 CONFIG = _report.REPO_ROOT / "configs" / "acrobot-pivot.yaml"

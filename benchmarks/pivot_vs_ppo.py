@@ -66,10 +66,9 @@ from pathlib import Path
 
 import yaml
 
-import _harness
-import _report
-from _pivot import CONFIGS, random_policy_return, run_figures
-from _report import mmm
+from . import _harness, _report
+from ._pivot import CONFIGS, random_policy_return, run_figures
+from ._report import mmm
 
 SECTION = "pivot_vs_ppo"
 VARIANT_ORDER = ("ppo", "pivot", "pivot_mb", "random", "epochs", "pivot_adv")

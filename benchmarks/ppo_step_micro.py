@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
 
 
 def per_call_us(fn: Callable[[], object], calls: int) -> float:

@@ -75,9 +75,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import _harness
-import _report
-from _report import opt
+from . import _harness, _report
+from ._report import opt
 
 EVAL_SEED = 10_000
 CONTENDERS = ("frugalrl", "sb3")
@@ -636,7 +635,7 @@ def run_env(spec: EnvSpec, timesteps: int, seeds: list[int], common: dict, resul
         seed, kind = job
         args = ["--worker", kind, "--env", spec.env_id, "--seed", seed, "--timesteps", timesteps]
         return {"env": spec.env_id, "timesteps": timesteps, "seed": seed, "contender": kind,
-                **_harness.worker(__file__, args)}  # fmt: skip
+                **_harness.worker(__spec__.name, args)}  # fmt: skip
 
     def line(row: dict) -> str:
         return (f"{spec.env_id} seed {row['seed']} {row['contender']:8s} train {row['train_s']:7.1f} s  eval "

@@ -16,9 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _report import REPO_ROOT, median_of
+from . import _harness, _report
+from ._report import REPO_ROOT, median_of
 
 QUICK = ["total_real_steps=8192", "latent.collect_steps=2048", "latent.pretrain_updates=100", "eval.episodes=2",
          "env.atari.max_episode_steps=10000", "tracking.enabled=false"]  # fmt: skip

@@ -15,8 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import _harness
-import _report
+from . import _harness, _report
 
 GAMES = {"ALE/Breakout-v5": 1.7, "ALE/Pong-v5": -20.7, "ALE/Boxing-v5": 0.1}
 

@@ -24,10 +24,10 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-import _harness
-import _report
 from frugalrl.config import ReplayConfig
 from frugalrl.replay import build_replay
+
+from . import _harness, _report
 
 KINDS = {
     "vector": {"obs": gym.spaces.Box(-1, 1, (4,), np.float32), "capacity": 100_000, "batch": 256},

@@ -31,13 +31,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import _harness
-import _report
 from frugalrl.latent.dataset import FrameDataset, load_dataset
 from frugalrl.latent.encoder import encode
 from frugalrl.latent.quality import roc_auc
 from frugalrl.latent.store import LatentModels, load_latent_file
 from frugalrl.latent.world_model import LatentWorldModel
+
+from . import _harness, _report
 
 HORIZON = 16
 TRAIN_GAMES, TEST_GAMES = list(range(6)), [6, 7]

@@ -23,10 +23,11 @@ import json
 import subprocess
 from pathlib import Path
 
-import _report
-from _atari import REFERENCES, human_normalised
-from _equal_cpu import DESCRIPTIONS, MIN_RUNS_FOR_INTERVAL, by_contender, latest
 from frugalrl.stats import stratified_bootstrap_iqm
+
+from . import _report
+from ._atari import REFERENCES, human_normalised
+from ._equal_cpu import DESCRIPTIONS, MIN_RUNS_FOR_INTERVAL, by_contender, latest
 
 NAME = "rliable_check"
 REPS = 2000

@@ -48,9 +48,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _rmt import REPRODUCED, comparison, select
+from . import _harness, _report
+from ._rmt import REPRODUCED, comparison, select
 
 ENVS = {
     "LunarLander-v3": {"config": "lunarlander-rmt.yaml", "target": 200.0, "ppo": "lunarlander-ppo.yaml"},

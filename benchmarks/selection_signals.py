@@ -47,9 +47,8 @@ import math
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _signals import CONTENDERS, ENVS, MIN_SEEDS, NAME, SIGNALS, return_ci
+from . import _harness, _report
+from ._signals import CONTENDERS, ENVS, MIN_SEEDS, NAME, SIGNALS, return_ci
 
 # the cost meter's phases that are a contender's own selection work (beyond the learner's passes)
 OWN_PHASES = ("signal_forward", "evaluator_score", "evaluator_train", "label")

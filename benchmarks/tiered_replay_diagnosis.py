@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-import _harness
-import _report
 from frugalrl.replay.storage import TransitionStorage
 from frugalrl.replay.stores import PrioritizedReplay, ReplayStore, TieredReplay, UniformReplay
+
+from . import _harness, _report
 
 BATCH = 128
 

@@ -40,8 +40,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
 
 CONFIG = "configs/breakout-latent.yaml"
 ROLLOUT = 8 * 128  # env.num_envs x ppo.num_steps of the config: real steps per update

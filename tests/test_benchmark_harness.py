@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 
 import pytest
@@ -19,10 +20,8 @@ BENCH = REPO / "benchmarks"
 
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import _harness
-    import _report
+def bench():
+    from benchmarks import _harness, _report
 
     return _harness, _report
 
@@ -113,20 +112,21 @@ def test_measure_keeps_one_row_per_run_in_the_order_of_the_jobs(bench, tmp_path,
 
 
 def test_a_worker_runs_in_its_own_process_and_hands_back_json(bench, tmp_path):
+    """``python -m MODULE``: a module in ``cwd`` here; the repository root last on its path, for ``benchmarks``."""
     harness, _ = bench
-    script = tmp_path / "worker.py"
-    script.write_text(
+    (tmp_path / "bench_worker.py").write_text(
         "import json, os, sys\n"
         "args = sys.argv[1:]\n"
         "if args[0] == 'fail':\n"
         "    print('what went wrong'); sys.exit(3)\n"
-        "json.dump({'pid': os.getpid(), 'arg': args[0], 'env': os.environ.get('BENCH_X')},"
-        " open(args[args.index('--result') + 1], 'w'))\n"
+        "json.dump({'pid': os.getpid(), 'arg': args[0], 'env': os.environ.get('BENCH_X'),"
+        " 'path': os.environ['PYTHONPATH']}, open(args[args.index('--result') + 1], 'w'))\n"
     )
-    result = harness.worker(script, ["ok"], env={"BENCH_X": "1"})
-    assert result["arg"] == "ok" and result["env"] == "1" and result["pid"] != __import__("os").getpid()
+    result = harness.worker("bench_worker", ["ok"], env={"BENCH_X": "1", "PYTHONPATH": "/elsewhere"}, cwd=tmp_path)
+    assert result["arg"] == "ok" and result["env"] == "1" and result["pid"] != os.getpid()
+    assert result["path"].split(os.pathsep) == ["/elsewhere", str(REPO)]
     with pytest.raises(RuntimeError, match="what went wrong"):
-        harness.worker(script, ["fail"])
+        harness.worker("bench_worker", ["fail"], cwd=tmp_path)
 
 
 def test_a_failed_frugalrl_command_raises_with_its_log(bench, tmp_path):
@@ -233,8 +233,7 @@ def _peft_rows(returns: dict[str, list[float]], seeds: int = 3) -> list[dict]:
 
 
 def test_peft_claims_come_from_the_kept_runs_and_wait_for_a_complete_table(bench):
-    import _peft
-    import peft_methods
+    from benchmarks import _peft, peft_methods
 
     returns = {"full": [100, 110, 120], "lora": [118, 119, 121], "adapter": [60, 70, 80], "bitfit": [100, 101, 102],
                "none": [40, 40, 40], "scratch": [10, 20, 30]}  # fmt: skip
@@ -261,8 +260,7 @@ def test_peft_claims_come_from_the_kept_runs_and_wait_for_a_complete_table(bench
 
 
 def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh(bench, tmp_path):
-    import _peft
-    import peft_methods
+    from benchmarks import _peft, peft_methods
     from frugalrl.peft.table import RUN_FIELDS, write_csv
 
     csv_path, results = tmp_path / "peft_runs.csv", tmp_path / "rows.jsonl"
@@ -280,7 +278,7 @@ def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh
 def test_the_kept_peft_source_is_a_sac_run_of_the_comparison_s_task(bench):
     """The source in benchmarks/artifacts is what every session fine-tunes: it loads, it is a SAC run on the
     config's env with the config's network, and it passes the comparison's own bar on the unchanged task."""
-    import peft_methods
+    from benchmarks import peft_methods
     from frugalrl.config import load_config
     from frugalrl.peft.source import load_source
 
