@@ -20,7 +20,7 @@ score higher than pixel PPO, and do imagined rollouts add anything on top? Proto
   training score (mean of the last 10 real games) to reach pixel PPO's median final score.
 
 The shared encoder (``--encoder``: ``runs/encoders/encoder``, made by
-``python benchmarks/latent_vs_pixel.py --games ALE/Boxing-v5 ALE/Breakout-v5 ALE/Pong-v5 --encoder-only
+``python -m benchmarks.latent_vs_pixel --games ALE/Boxing-v5 ALE/Breakout-v5 ALE/Pong-v5 --encoder-only
 --encoder-dir runs/encoders --write``) is listed once, with its cost amortised over the latent runs
 that used it and unamortised. A build made again on another machine is another build (the table
 lists the builds); the one made on 2026-12-05 (sha256 ``d8af3c2033aa...``, its pretraining row in
@@ -30,7 +30,7 @@ benchmarks/artifacts/atari-shared-encoder runs/encoders/encoder``. Rows are kept
 (``benchmarks/results/atari_equal_cpu.jsonl``); the table renders every row at the newest budget, so the
 comparison runs in parts across sessions.
 
-    python benchmarks/atari_equal_cpu.py --games ALE/Boxing-v5 --variants pixel real --seeds 1 2 \
+    python -m benchmarks.atari_equal_cpu --games ALE/Boxing-v5 --variants pixel real --seeds 1 2 \
         --cpu-budget-s 1200 --encoder runs/encoders/encoder --write
 """
 
@@ -248,11 +248,14 @@ def main() -> None:
     if args.encoder and not args.report_only:  # a relative path means the caller's; it must exist before hours of runs
         if not (Path(args.encoder) / "encoder.pt").is_file():
             parser.error(
-                f"--encoder {args.encoder}: no encoder.pt there; make it with latent_vs_pixel.py --encoder-only"
+                f"--encoder {args.encoder}: no encoder.pt there; make it with "
+                "python -m benchmarks.latent_vs_pixel --encoder-only"
             )
         args.encoder = str(Path(args.encoder).resolve())  # rows name it repo-relative (_report.portable)
     if any(v != "pixel" for v in args.variants) and not args.encoder and not args.report_only:
-        parser.error("latent variants need --encoder (make it with latent_vs_pixel.py --encoder-only)")
+        parser.error(
+            "latent variants need --encoder (make it with python -m benchmarks.latent_vs_pixel --encoder-only)"
+        )
     args.steps_per_cpu_s = parse_rates(parser, args.steps_per_cpu_s, STEPS_PER_CPU_S)
 
     def render_and_plot(rows: list[dict], results: Path) -> str:

@@ -25,7 +25,7 @@ Every contender steps the same game (``--game``) with ``--envs`` games where the
 choice. The encoder is freshly initialised unless ``--encoder`` names a trained one: the cost of a
 pass does not depend on the weights.
 
-    python benchmarks/atari_throughput.py --game ALE/Breakout-v5 --steps 32768 --repeats 3 --write
+    python -m benchmarks.atari_throughput --game ALE/Breakout-v5 --steps 32768 --repeats 3 --write
 """
 
 from __future__ import annotations

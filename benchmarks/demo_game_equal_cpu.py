@@ -22,7 +22,7 @@ steps add anything over spending it all on real ones. Protocol, as ``atari_equal
 Rows are kept as each run ends (``benchmarks/results/demo_game_equal_cpu.jsonl``); the table renders every row
 at the newest budget.
 
-    python benchmarks/demo_game_equal_cpu.py --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu --write
+    python -m benchmarks.demo_game_equal_cpu --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu --write
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ Contenders:
 
 Run from the repository root::
 
-    python benchmarks/env_throughput.py            # default: about 2 minutes on 2 cores
-    python benchmarks/env_throughput.py --write    # and update docs/benchmarks.md
+    python -m benchmarks.env_throughput            # default: about 2 minutes on 2 cores
+    python -m benchmarks.env_throughput --write    # and update docs/benchmarks.md
 """
 
 from __future__ import annotations

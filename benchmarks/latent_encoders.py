@@ -7,7 +7,7 @@ the linear and MLP probe R^2 from the latent to the ball (mean of x and y) and t
 frames, plus the world model's one- and 10-step latent error (relative to "no change") and the
 pretraining FLOPs. One process, one torch thread, everything sequential.
 
-    python benchmarks/latent_encoders.py --updates 3000 --write
+    python -m benchmarks.latent_encoders --updates 3000 --write
 """
 
 from __future__ import annotations

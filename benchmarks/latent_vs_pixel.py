@@ -27,7 +27,7 @@ Rows are kept per run in ``benchmarks/results/latent_vs_pixel.jsonl``; the table
 newest row of every (game, variant, seed) at the newest budget, so a long comparison can be run
 in parts (``--variants pixel`` first, the latent ones with ``--encoder DIR`` later).
 
-    python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 \
+    python -m benchmarks.latent_vs_pixel --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 \
         --seeds 3 --steps 100000 --workers 2 --write
 """
 

@@ -1,7 +1,7 @@
 """The claims ledger: one row per quantitative claim of the seed documents, measured from kept rows only.
 
-    python benchmarks/ledger.py --report-only --write     # re-render the ledger in docs/benchmarks.md
-    python benchmarks/ledger.py --report-only --check     # exit 1 unless the doc holds exactly this
+    python -m benchmarks.ledger --report-only --write     # re-render the ledger in docs/benchmarks.md
+    python -m benchmarks.ledger --report-only --check     # exit 1 unless the doc holds exactly this
 
 Every row reads its figures from ``benchmarks/results/*.jsonl`` (nothing is typed in by hand), says
 the seeds and budget behind them, gives both ratios where a ratio is reported (ratio of medians /

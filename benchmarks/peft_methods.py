@@ -17,7 +17,7 @@ kept).
 The seed document claims, for MuJoCo: LoRA 3.2% of the training cost for 98% of the final score,
 Adapter 2.8% / 95%, Prefix-tuning 4.1% / 89%, BitFit 1.9% / 82%, and LoRA best in most tasks.
 
-    python benchmarks/peft_methods.py --workers 2 --stop-after-s 3000 --write
+    python -m benchmarks.peft_methods --workers 2 --stop-after-s 3000 --write
 """
 
 from __future__ import annotations

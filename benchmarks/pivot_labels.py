@@ -5,7 +5,7 @@ env steps, all three labels computed with the policy of each moment), then repor
 correlation between the label definitions and, for each label, the held-out Spearman of an
 evaluator pretrained on it (``pretrain_epochs`` epochs, 80/20 split).
 
-    python benchmarks/pivot_labels.py --envs CartPole-v1 Acrobot-v1 --write
+    python -m benchmarks.pivot_labels --envs CartPole-v1 Acrobot-v1 --write
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the input layer is re-initialised) and once from a fresh evaluator. Reported: en
 mean training return of the last 100 episodes first reaches the target (-100), final eval return,
 and backward samples.
 
-    python benchmarks/pivot_transfer.py --seeds 5 --write
+    python -m benchmarks.pivot_transfer --seeds 5 --write
 """
 
 from __future__ import annotations

@@ -47,11 +47,11 @@ estimates, not measured end to end: smoke runs here took about 3-4 s of process 
 per run, plus per env step (PPO / pivot, steady state) CartPole 155 / 115 us, Acrobot 160 / 105 us,
 LunarLander 200 / 160 us, MountainCar 175 / 120 us; scaled to the configs' budgets (100k, 200k, 1M, 1M)::
 
-    nohup python benchmarks/pivot_vs_ppo.py --env CartPole-v1 Acrobot-v1 --labels --write \
+    nohup python -m benchmarks.pivot_vs_ppo --env CartPole-v1 Acrobot-v1 --labels --write \
         > /tmp/pivot_vs_ppo_small.log 2>&1 &      # about 25-40 minutes (CartPole ~10-15 of them)
-    nohup python benchmarks/pivot_vs_ppo.py --env LunarLander-v3 MountainCar-v0 --labels --write \
+    nohup python -m benchmarks.pivot_vs_ppo --env LunarLander-v3 MountainCar-v0 --labels --write \
         > /tmp/pivot_vs_ppo_large.log 2>&1 &      # about 2.5-3.5 hours (~15 min per seed and env)
-    python benchmarks/pivot_vs_ppo.py --report-only --write   # re-render the newest batch of every env
+    python -m benchmarks.pivot_vs_ppo --report-only --write   # re-render the newest batch of every env
 
 Run the two commands one after the other, not at once (two at once would spoil the wall-clock figures).
 """

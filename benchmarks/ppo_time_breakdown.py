@@ -18,7 +18,7 @@ evaluation), and the cost meter's split of it: env stepping (``env_s``), acting 
 learner's milliseconds per optimizer step; the ratio to ``before`` (ratio of medians and median of
 per-seed ratios); the final eval return (20 deterministic episodes).
 
-    python benchmarks/ppo_time_breakdown.py --seeds 3 --write      # about 10 minutes on 2 cores
+    python -m benchmarks.ppo_time_breakdown --seeds 3 --write      # about 10 minutes on 2 cores
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The RAM probe's CNN ceiling, computed and cached: the quick demo's encoder stage, cold and warm.
 
-    python benchmarks/probe_cache.py [--repeats 1]
+    python -m benchmarks.probe_cache [--repeats 1]
 
 Runs ``frugalrl pretrain encoder`` with the quick profile's latent overrides twice per repeat
 in a fresh cache directory: first with an empty cache (the ceiling is trained), then with the

@@ -11,7 +11,7 @@ process, alternating contenders round by round:
 Reported: the median over rounds, and each store's ratio to SB3. Memory per stored transition
 is reported too (SB3 stores observation and next observation as full stacks).
 
-    python benchmarks/replay_throughput.py --rounds 5 --write
+    python -m benchmarks.replay_throughput --rounds 5 --write
 """
 
 from __future__ import annotations

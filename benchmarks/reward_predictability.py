@@ -1,6 +1,6 @@
 """Can the frozen latent tell when a reward comes? Why the world model's reward head ranked at chance.
 
-    python benchmarks/reward_predictability.py --encoder runs/encoders/encoder --write
+    python -m benchmarks.reward_predictability --encoder runs/encoders/encoder --write
 
 On the random-play frames a shared encoder was trained on (``dataset-<game>.npz`` beside its
 ``encoder.pt``), whether step t brings a nonzero reward is predicted from what the step starts with,
@@ -194,7 +194,8 @@ def main() -> None:
     if not args.report_only:
         if not (Path(args.encoder) / "encoder.pt").is_file():
             parser.error(
-                f"--encoder {args.encoder}: no encoder.pt there; make it with latent_vs_pixel.py --encoder-only"
+                f"--encoder {args.encoder}: no encoder.pt there; make it with "
+                "python -m benchmarks.latent_vs_pixel --encoder-only"
             )
         args.encoder = os.path.abspath(args.encoder)  # rows name it repo-relative (_report.portable)
     _report.run_or_render("reward_predictability", args, run, render, after=["world_model_quality"])

@@ -13,7 +13,7 @@ sides draw 2,000 replicates from their own generators, so the points must agree 
 end may differ where the resampled IQMs of a few runs take few distinct values.
 
     make rliable-venv
-    python benchmarks/rliable_check.py --write
+    python -m benchmarks.rliable_check --write
 """
 
 from __future__ import annotations

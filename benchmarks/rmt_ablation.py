@@ -17,19 +17,19 @@ return (20 deterministic episodes, fixed seeds), env steps until the mean traini
 reaches the target (LunarLander 200, Pendulum -200; "-" if never), training FLOPs and wall-clock
 against plain, and the share of replay draws from the top-10% |TD error| transitions.
 
-    python benchmarks/rmt_ablation.py --envs Pendulum-v1 --seeds 3 --workers 2 --write
+    python -m benchmarks.rmt_ablation --envs Pendulum-v1 --seeds 3 --workers 2 --write
 
 The reuse and meta-controller claims are tested as effects, at a budget where the baseline has not
 reached its ceiling (every variant has the same env steps and, since the variants share ``train_freq``
 and ``gradient_steps``, the same gradient steps; the table shows both)::
 
-    python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 100000 --seeds 5 \
+    python -m benchmarks.rmt_ablation --envs LunarLander-v3 --steps 100000 --seeds 5 \
         --variants plain +replay +meta --no-peers --workers 2 --write
 
 Tiered replay after its fix, against uniform and prioritized replay, reusing the uniform rows of an
 earlier batch where a rerun reproduces them (runs are deterministic; ``--reuse`` below)::
 
-    python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 100000 --seeds 5 \
+    python -m benchmarks.rmt_ablation --envs LunarLander-v3 --steps 100000 --seeds 5 \
         --variants plain +replay +per --no-peers --workers 1 --reuse 20261201T060030Z-5397
 
 Every run appends one row to ``benchmarks/results/rmt_ablation.jsonl`` (commit, config hash, command,

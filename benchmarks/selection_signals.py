@@ -31,7 +31,7 @@ samples and optimizer steps, the 95% stratified-bootstrap interval of its eval-r
 above random's. The paired difference (contender - random: difference of medians / median of per-seed
 differences) is shown beside it.
 
-    python benchmarks/selection_signals.py --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write
+    python -m benchmarks.selection_signals --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write
 
 Cost, measured: on LunarLander a run is 71-84 CPU-s (PPO 100; 40 runs, seeds 1-5); on BipedalWalker
 (2M steps, 32 envs) a skipping run is 590-710 CPU-s and full PPO about 810 (131,072 steps took 53 CPU-s),

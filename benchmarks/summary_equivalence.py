@@ -1,7 +1,7 @@
 """Equivalence check for refactors: short runs of the shipped configs, their deterministic figures compared.
 
-    python benchmarks/summary_equivalence.py --record benchmarks/results/summary_equivalence_baseline.json
-    python benchmarks/summary_equivalence.py --check benchmarks/results/summary_equivalence_baseline.json
+    python -m benchmarks.summary_equivalence --record benchmarks/results/summary_equivalence_baseline.json
+    python -m benchmarks.summary_equivalence --check benchmarks/results/summary_equivalence_baseline.json
 
 Each config runs in its own process (one torch thread, the config's seed, tracking off) with
 overrides that make it take seconds. What is compared: every summary.json key except the clock,

@@ -70,6 +70,21 @@ def test_paired_differences(bench):
     assert math.isnan(report.paired_difference([]).of_medians)
 
 
+def test_a_run_names_its_command_as_python_m_and_a_row_kept_before_is_shown_so_too(bench, monkeypatch):
+    """Under ``-m``, ``sys.argv[0]`` is the module's file: the row says ``python -m benchmarks.x``. A row kept
+    before benchmarks/ became a package says ``python benchmarks/x.py``: kept so, shown as it is typed today."""
+    _, report = bench
+    monkeypatch.setattr("sys.argv", [str(report.REPO_ROOT / "benchmarks" / "fusion.py"), "--seeds", "3"])
+    assert report.command_line() == "python -m benchmarks.fusion --seeds 3"
+    old = "python benchmarks/atari_equal_cpu.py --seeds 1 --encoder benchmarks/artifacts/atari-shared-encoder"
+    today = "python -m benchmarks.atari_equal_cpu --seeds 1 --encoder benchmarks/artifacts/atari-shared-encoder"
+    assert report.as_run_today(old) == today and report.as_run_today(today) == today
+    rows = [{"command": old, "timestamp": "1", "batch": "a"}, {"command": "python -m benchmarks.atari_equal_cpu",
+                                                               "timestamp": "2", "batch": "b"}]  # fmt: skip
+    shown = report.rows_lines(rows, report.RESULTS_DIR / "atari_equal_cpu.jsonl")[0]
+    assert shown == f"- command: `python -m benchmarks.atari_equal_cpu`, `{today}`"
+
+
 def test_ratio_cells_of_returns_only_divide_positive_figures(bench):
     _, report = bench
     assert report.ratio_cells([2.0, 4.0], [1.0, 2.0]) == ("2.00", "2.00 (2.00-2.00)")
@@ -217,7 +232,7 @@ def _peft_rows(returns: dict[str, list[float]], seeds: int = 3) -> list[dict]:
             "source_steps": 1000, "source_return": 100.0, "source_train_flops": 1e6, "source_train_s": 100.0,
             "targets": ["heavy", "light"], "methods": [m for m in returns if m not in ("none", "scratch")],
             "contenders": list(returns), "seeds": seeds, "steps": 500, "warmup_steps": 50, "eval_episodes": 10,
-            "expected_runs": 2 * len(returns) * seeds, "command": "python benchmarks/peft_methods.py",
+            "expected_runs": 2 * len(returns) * seeds, "command": "python -m benchmarks.peft_methods",
             "batch": "b1"}  # fmt: skip
     rows = []
     for target in head["targets"]:
