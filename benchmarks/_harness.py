@@ -5,7 +5,8 @@
   CPU-seconds taken from ``os.wait4`` (user + system of every thread: the figure that survives a shared
   machine), its ``summary.json`` read back (``Run``).
 - ``worker`` / ``write_result``: a script's own ``--worker`` mode (a contender that is not a ``frugalrl``
-  command, or one timed from inside) in a fresh process, its result handed back as JSON in a file.
+  command, or one timed from inside) in a fresh ``python -m benchmarks.x`` process, its result handed back
+  as JSON in a file.
 - ``interleave``: the order of runs: seed by seed, every contender once per seed (A B A B ...), so a drift
   of the machine hits every contender alike and a stopped comparison leaves whole pairs.
 - ``measure`` / ``record``: one row per finished run, appended to the results file before the next run
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import _report
+from . import _report
 
 S = TypeVar("S")
 C = TypeVar("C")
@@ -159,21 +160,24 @@ def _tail(log: Path, chars: int = 4000) -> str:
 
 
 # --------------------------------------------------------------------------- a script's --worker in its own process
-def worker(
-    script: Path | str, args: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
-) -> dict:
-    """``python SCRIPT ARGS --result FILE`` in a fresh process (so no threads, caches or RNG state leak from one
+def worker(module: str, args: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict:
+    """``python -m MODULE ARGS --result FILE`` in a fresh process (so no threads, caches or RNG state leak from one
     contender to the next): the dict its worker wrote with ``write_result``. Raises with the worker's output
-    if it fails."""
+    if it fails. A script passes its own ``__spec__.name`` (``benchmarks.x``; its ``__name__`` is ``__main__``
+    when run with ``-m``).
+
+    The repository root is put on the worker's ``PYTHONPATH`` after any the caller names in ``env``: ``-m``
+    finds ``benchmarks`` from any ``cwd``, and a caller's own folder first (another checkout's ``src``) wins."""
     with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "worker.log"
-        cmd = [sys.executable, str(script), *map(str, args), "--result", str(result)]
+        cmd = [sys.executable, "-m", module, *map(str, args), "--result", str(result)]
+        child = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        child["PYTHONPATH"] = os.pathsep.join(p for p in (child.get("PYTHONPATH"), str(_report.REPO_ROOT)) if p)
         with log.open("w") as fh:
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd or _report.REPO_ROOT,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})  # fmt: skip
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd or _report.REPO_ROOT, env=child)
             code = proc.wait()
         if code != 0 or not result.exists():
-            raise RuntimeError(f"{Path(script).name} {' '.join(map(str, args))} failed (exit {code}):\n{_tail(log)}")
+            raise RuntimeError(f"{module} {' '.join(map(str, args))} failed (exit {code}):\n{_tail(log)}")
         return json.loads(result.read_text())
 
 

@@ -177,13 +177,24 @@ def portable(text: str) -> str:
 
 
 def command_line() -> str:
-    """The command that is running, as a user would type it from the repository root."""
+    """The command that is running, as a user would type it from the repository root: ``python -m benchmarks.x
+    ...`` (under ``-m``, ``sys.argv[0]`` is the module's file)."""
     script = Path(sys.argv[0]).resolve()
     try:
-        script_text = str(script.relative_to(REPO_ROOT))
+        invoked = ["-m", ".".join(script.relative_to(REPO_ROOT).with_suffix("").parts)]
     except ValueError:
-        script_text = str(script)
-    return portable(shlex.join(["python", script_text, *sys.argv[1:]]))
+        invoked = [str(script)]
+    return portable(shlex.join(["python", *invoked, *sys.argv[1:]]))
+
+
+# A row kept before benchmarks/ became a package names the script's file: ``python benchmarks/x.py ...``.
+_SCRIPT_FILE = re.compile(r"\bpython benchmarks/(\w+)\.py\b")
+
+
+def as_run_today(command: str) -> str:
+    """A kept row's command as it is typed today, ``python -m benchmarks.x ...``: the row keeps what was run,
+    the doc shows how to run it again."""
+    return _SCRIPT_FILE.sub(r"python -m benchmarks.\1", command)
 
 
 def now() -> str:
@@ -389,7 +400,8 @@ def rows_lines(rows: Sequence[dict], results: Path) -> list[str]:
     first, last = ordered[0], ordered[-1]
     machine, versions = first.get("machine", {}), first.get("versions", {})
     commits = list(dict.fromkeys(str(r.get("git_commit")) for r in ordered))  # in the order they ran
-    commands = sorted({str(r.get("command")) for r in rows}, key=lambda c: (len(c), c))  # shortest first
+    today = {as_run_today(str(r.get("command"))) for r in rows}
+    commands = sorted(today, key=lambda c: (len(c), c))  # shortest first
     batches = list(dict.fromkeys(str(r.get("batch")) for r in ordered))
     loads = [v for v in (load1(r.get("load_after")) for r in rows) if v is not None]
     try:

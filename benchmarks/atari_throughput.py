@@ -25,7 +25,7 @@ Every contender steps the same game (``--game``) with ``--envs`` games where the
 choice. The encoder is freshly initialised unless ``--encoder`` names a trained one: the cost of a
 pass does not depend on the weights.
 
-    python benchmarks/atari_throughput.py --game ALE/Breakout-v5 --steps 32768 --repeats 3 --write
+    python -m benchmarks.atari_throughput --game ALE/Breakout-v5 --steps 32768 --repeats 3 --write
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
 
 CONTENDERS = ("env", "envpool", "encode", "encode_graph", "latent", "pixel", "sb3")
 PER_MILLION = 1e6 / 60.0  # CPU-seconds per step -> CPU-minutes per million steps
@@ -186,7 +185,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         repeat, kind = job
         worker_args = ["--worker", kind, "--game", args.game, "--envs", args.envs, "--steps", args.steps,
                        *(["--encoder", args.encoder] if args.encoder else [])]  # fmt: skip
-        return {"contender": kind, "repeat": repeat, **_harness.worker(__file__, worker_args)}
+        return {"contender": kind, "repeat": repeat, **_harness.worker(__spec__.name, worker_args)}
 
     def line(row: dict) -> str:
         return f"{row['contender']:>12} repeat {row['repeat']}: {_cpu_min(row)}"

@@ -22,7 +22,7 @@ steps add anything over spending it all on real ones. Protocol, as ``atari_equal
 Rows are kept as each run ends (``benchmarks/results/demo_game_equal_cpu.jsonl``); the table renders every row
 at the newest budget.
 
-    python benchmarks/demo_game_equal_cpu.py --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu --write
+    python -m benchmarks.demo_game_equal_cpu --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu --write
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from atari_equal_cpu import (
+from . import _harness, _report
+from ._atari import REFERENCES
+from ._equal_cpu import (
     MIN_RUNS_FOR_INTERVAL,
+    PROTOCOL,
     by_contender,
     capped_lines,
     contender_table,
@@ -48,9 +49,7 @@ from atari_equal_cpu import (
     threshold_lines,
     train_row,
 )
-from latent_vs_pixel import REFERENCES
 
-PROTOCOL = "full-game"
 NAME = "demo_game_equal_cpu"
 DEMO_CONFIG = _report.REPO_ROOT / "configs" / "roadrunner-latent.yaml"
 PIXEL_CONFIG = _report.REPO_ROOT / "configs" / "atari100k-ppo.yaml"

@@ -26,8 +26,8 @@ Contenders:
 
 Run from the repository root::
 
-    python benchmarks/env_throughput.py            # default: about 2 minutes on 2 cores
-    python benchmarks/env_throughput.py --write    # and update docs/benchmarks.md
+    python -m benchmarks.env_throughput            # default: about 2 minutes on 2 cores
+    python -m benchmarks.env_throughput --write    # and update docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-import _harness
-import _report
+from . import _harness, _report
 
 DEFAULT_ENVS = ("CartPole-v1", "ALE/Breakout-v5", "HalfCheetah-v5")
 # Agent steps per measurement, sized so that each measurement takes roughly 1-4 s on a slow core.

@@ -17,7 +17,7 @@ budget and marked (a censored figure, so "fewer steps" can only be claimed where
 the final evaluation return (20 episodes, fixed seeds). Runs go seed by seed, every contender once per seed
 (A B C A B C), and rows are kept as each run ends.
 
-    python benchmarks/fractal_vs_residual.py --envs CartPole-v1 --seeds 5 --write
+    python -m benchmarks.fractal_vs_residual --envs CartPole-v1 --seeds 5 --write
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
 
 ENVS = {
     "CartPole-v1": {"config": "cartpole-dqn.yaml", "thresholds": [195.0, 475.0]},  # the first is the verdict's

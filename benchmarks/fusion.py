@@ -11,7 +11,7 @@ The budget is ``--steps`` env steps per worker (2 workers see twice the data of 
 counted from the buffers handed to the collectives; "dense-equivalent" is the float32 payload of
 the same gradients. The seed claims 75% less communication and 2.8x distributed efficiency.
 
-    python benchmarks/fusion.py --envs CartPole-v1 --seeds 3 --steps 50000 --write
+    python -m benchmarks.fusion --envs CartPole-v1 --seeds 3 --steps 50000 --write
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _report import median_of
+from . import _harness, _report
+from ._report import median_of
 
 CONFIGS = {"CartPole-v1": "cartpole-ppo.yaml", "LunarLander-v3": "lunarlander-ppo.yaml"}
 

@@ -7,7 +7,7 @@ the linear and MLP probe R^2 from the latent to the ball (mean of x and y) and t
 frames, plus the world model's one- and 10-step latent error (relative to "no change") and the
 pretraining FLOPs. One process, one torch thread, everything sequential.
 
-    python benchmarks/latent_encoders.py --updates 3000 --write
+    python -m benchmarks.latent_encoders --updates 3000 --write
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-import _harness
-import _report
 from frugalrl.config import load_config
 from frugalrl.cost import CostMeter
 from frugalrl.latent.dataset import collect_frames
 from frugalrl.latent.pretrain import train_latent_models
 from frugalrl.latent.probe import probe_latent
+
+from . import _harness, _report
 
 CONFIG = _report.REPO_ROOT / "configs" / "breakout-latent.yaml"
 

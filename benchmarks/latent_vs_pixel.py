@@ -27,7 +27,7 @@ Rows are kept per run in ``benchmarks/results/latent_vs_pixel.jsonl``; the table
 newest row of every (game, variant, seed) at the newest budget, so a long comparison can be run
 in parts (``--variants pixel`` first, the latent ones with ``--encoder DIR`` later).
 
-    python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 \
+    python -m benchmarks.latent_vs_pixel --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 \
         --seeds 3 --steps 100000 --workers 2 --write
 """
 
@@ -39,27 +39,12 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
 from frugalrl.stats import interquartile_mean
 
+from . import _harness, _report
+from ._atari import ATARI100K_PROTOCOL, REFERENCES, STAGES, atari100k_runs, human_normalised
+
 CONFIGS = _report.REPO_ROOT / "configs"
-# (random, human) scores of the Atari-100k tables (Kaiser et al. 2020, table 1; the same
-# references as Mnih et al. 2015 and Badia et al. 2020). Human-normalised = (s - random) / (human - random).
-REFERENCES = {
-    "ALE/Breakout-v5": (1.7, 30.5),
-    "ALE/Pong-v5": (-20.7, 14.6),
-    "ALE/Boxing-v5": (0.1, 12.1),
-    "ALE/Freeway-v5": (0.0, 29.6),
-    "ALE/Krull-v5": (1598.0, 2665.5),
-    "ALE/RoadRunner-v5": (11.5, 7845.0),
-    "ALE/Kangaroo-v5": (52.0, 3035.0),
-    "ALE/Jamesbond-v5": (29.0, 302.8),
-    "ALE/KungFuMaster-v5": (258.5, 22736.3),
-    "ALE/BankHeist-v5": (14.2, 753.1),
-}
-STAGES = "[{virtual_fraction: 0.7, real_share: 0.2}, {virtual_fraction: 0.3, real_share: 0.3}, " \
-         "{virtual_fraction: 0.0, real_share: 0.5}]"  # fmt: skip
 VARIANTS: dict[str, list[str]] = {
     "real": ["latent.curriculum.stages=[{virtual_fraction: 0.0, real_share: 1.0}]"],
     "stages": [f"latent.curriculum.stages={STAGES}"],
@@ -78,18 +63,6 @@ DESCRIPTIONS = {
 QUALITY = ("wm_latent_error_k", "wm_latent_error_k_copy", "wm_reward_accuracy", "wm_done_accuracy",
            "wm_imagined_return", "wm_real_return")  # fmt: skip
 RESULTS = _report.RESULTS_DIR / "latent_vs_pixel.jsonl"
-# Rows of the protocol "atari100k" (before 2026-12-01, commit 1b5bf2f) trained and evaluated with
-# ale-py's episodic_life, which reset the whole game at every lost life: single-life scores, not
-# comparable with the references. They stay in the file; the table renders full-game rows only.
-PROTOCOL = "atari100k-full-game"
-SINGLE_LIFE_PROTOCOL = "atari100k"
-
-
-def human_normalised(game: str, score: float) -> float | None:
-    if game not in REFERENCES:
-        return None
-    random, human = REFERENCES[game]
-    return (score - random) / (human - random)
 
 
 def learning_curve(run_dir: Path) -> tuple[float | None, float | None]:
@@ -115,7 +88,7 @@ def keep_encoder_row(out: Path, args: argparse.Namespace, cpu_s: float | None = 
     summary = json.loads((out / "summary.json").read_text())
     probe = {k: v for k, v in summary.items() if isinstance(v, int | float) and ("_r2" in k)}
     row = {
-        "protocol": PROTOCOL,
+        "protocol": ATARI100K_PROTOCOL,
         "kind": "encoder",
         "games": summary.get("games", args.games),
         "encoder_dir": str(out),
@@ -167,7 +140,7 @@ def run_one(game: str, seed: int, variant: str, encoder: Path | None, args: argp
     shared = summary.get("shared_pretrain_flops", 0.0)
     first, early = learning_curve(run_dir)
     return {
-        "protocol": PROTOCOL,
+        "protocol": ATARI100K_PROTOCOL,
         "kind": "run",
         "game": game,
         "held_out": game in args.held_out,
@@ -203,18 +176,6 @@ NO_ROWS = (
     "with an automatic FIRE), so their scores are not comparable with the published full-game references; their "
     "table stays below, archived, and earlier figures further below under the old meter._"
 )
-
-
-def select(rows: list[dict], protocol: str = PROTOCOL) -> tuple[list[dict], dict | None]:
-    """The newest run row per (game, variant, seed) at the newest budget, and the encoder they used."""
-    mine = [r for r in rows if r.get("protocol") == protocol]
-    runs = [r for r in mine if r["kind"] == "run"]
-    if not runs:
-        return [], None
-    steps = runs[-1]["steps"]
-    newest = {(r["game"], r["variant"], r["seed"]): r for r in runs if r["steps"] == steps}
-    encoders = [r for r in mine if r["kind"] == "encoder"]
-    return list(newest.values()), (encoders[-1] if encoders else None)
 
 
 def _ratio_cells(mine: list[dict], pixel: dict[int, dict], key: str) -> str:
@@ -264,7 +225,7 @@ def encoder_tables(encoder: dict) -> str:
 
 
 def report(results: list[dict], args: argparse.Namespace) -> str:
-    runs, encoder = select(results)
+    runs, encoder = atari100k_runs(results)
     if not runs:
         return NO_ROWS
     ordered = [r for r in results if r in runs or r is encoder]
@@ -396,7 +357,7 @@ def main() -> None:
         parser.error("--held-out games must not be among --games (the encoder trains on --games)")
     if not args.report_only:
         args.common = _report.batch_common(
-            protocol=PROTOCOL,
+            protocol=ATARI100K_PROTOCOL,
             steps=args.steps,
             eval_episodes=args.eval_episodes,
             collect_steps=args.collect_steps,

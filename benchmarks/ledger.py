@@ -1,7 +1,7 @@
 """The claims ledger: one row per quantitative claim of the seed documents, measured from kept rows only.
 
-    python benchmarks/ledger.py --report-only --write     # re-render the ledger in docs/benchmarks.md
-    python benchmarks/ledger.py --report-only --check     # exit 1 unless the doc holds exactly this
+    python -m benchmarks.ledger --report-only --write     # re-render the ledger in docs/benchmarks.md
+    python -m benchmarks.ledger --report-only --check     # exit 1 unless the doc holds exactly this
 
 Every row reads its figures from ``benchmarks/results/*.jsonl`` (nothing is typed in by hand), says
 the seeds and budget behind them, gives both ratios where a ratio is reported (ratio of medians /
@@ -28,10 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 
-import _report
-from _report import paired_difference, paired_ratios
 from frugalrl.ops.claims import SEED_CLAIMS
 from frugalrl.stats import stratified_bootstrap_iqm
+
+from . import _report, _rmt
+from . import _signals as sig
+from ._atari import ATARI100K_PROTOCOL, REFERENCES, SINGLE_LIFE_PROTOCOL, atari100k_runs
+from ._equal_cpu import by_contender, curriculum_lines, latest
+from ._peft import claim_finding, contest_rows
+from ._pivot import random_policy_return
+from ._report import paired_difference, paired_ratios
 
 RESULTS = _report.RESULTS_DIR
 SECTION = "claims_ledger"
@@ -78,8 +84,6 @@ _RANDOM: dict[str, float] = {}
 def random_return(env: str) -> float:
     """A uniform random policy's mean return on the evaluation seeds (computed, as the PivotRL table does)."""
     if env not in _RANDOM:
-        from pivot_vs_ppo import random_policy_return
-
         _RANDOM[env] = random_policy_return(env)
     return _RANDOM[env]
 
@@ -234,8 +238,6 @@ def pivot_vs_random() -> Finding:
     95% stratified-bootstrap intervals over seeds, at the script's own budget. Confirmed only where an interval lies
     wholly above random's on every env of the issue (LunarLander and a harder one), refuted where the evaluator's
     lies wholly below on an env with 5 paired seeds."""
-    import selection_signals as sig  # next to this script; only this claim needs it
-
     rows = [r for r in rows_of(sig.NAME) if r["timesteps"] == sig.ENVS[r["env_id"]]["steps"] and not r["extra_sets"]
             and not r.get("evaluator_from")]  # fmt: skip
     if not rows:
@@ -244,13 +246,13 @@ def pivot_vs_random() -> Finding:
     for env in [e for e in sig.ENVS if any(r["env_id"] == e for r in rows)]:
         mine = [r for r in rows if r["env_id"] == env]
         paired, _ = _report.by_seed(mine, ["pivot", "random"])
-        iqm = {c: sig._interval([r["eval_mean"] for r in mine if r["contender"] == c]) for c in ("pivot", "random")}
+        iqm = {c: sig.return_ci([r["eval_mean"] for r in mine if r["contender"] == c]) for c in ("pivot", "random")}
         better = [
             c
             for c in sig.SKIPPERS
             if c != "random"
             and any(r["contender"] == c for r in mine)
-            and sig._interval([r["eval_mean"] for r in mine if r["contender"] == c])[1] > iqm["random"][2]
+            and sig.return_ci([r["eval_mean"] for r in mine if r["contender"] == c])[1] > iqm["random"][2]
         ]
         text = "; ".join(f"{c} {v[0]:.1f} [{v[1]:.1f}, {v[2]:.1f}]" for c, v in iqm.items())
         found.append(f"{env}: eval IQM {text}; beats random (interval wholly above): {', '.join(better) or 'none'}")
@@ -317,9 +319,7 @@ def latent_psnr() -> Finding:
 
 def latent_rows(protocol: str | None = None) -> tuple[list[dict], dict | None]:
     """The Atari-100k rows the latent_vs_pixel table renders (newest per game, variant, seed) and its encoder."""
-    from latent_vs_pixel import PROTOCOL, select  # next to this script
-
-    return select(rows_of("latent_vs_pixel"), protocol or PROTOCOL)
+    return atari100k_runs(rows_of("latent_vs_pixel"), protocol or ATARI100K_PROTOCOL)
 
 
 def no_full_game_rows() -> Finding:
@@ -334,8 +334,6 @@ def no_full_game_rows() -> Finding:
 def latent_cost_equal_cpu() -> Finding | None:
     """The cost of a real agent step, the curriculum's and the 100%-real latent policy's against pixel PPO's, from
     the equal-CPU rows (full games; same game and seed paired): None until the curriculum has rows there."""
-    from atari_equal_cpu import latest
-
     rows, _ = latest(rows_of("atari_equal_cpu"))
     pixel = {(r["game"], r["seed"]): r for r in rows if r["variant"] == "pixel"}
     pairs = {v: [(r, pixel[r["game"], r["seed"]]) for r in rows
@@ -367,8 +365,6 @@ def latent_cost_equal_cpu() -> Finding | None:
 
 
 def latent_cost() -> Finding:
-    from latent_vs_pixel import SINGLE_LIFE_PROTOCOL
-
     equal_cpu = latent_cost_equal_cpu()  # issue 31: the RLVR rows are re-derived from the equal-CPU runs
     if equal_cpu is not None:
         return equal_cpu
@@ -415,8 +411,6 @@ def equal_cpu(benchmark: str, setup: str = "") -> Callable[[], Finding]:
     its encoder pretrained inside each run)."""
 
     def measure() -> Finding:
-        from atari_equal_cpu import latest
-
         rows, _ = latest(rows_of(benchmark))  # runs their step cap ended are not equal-CPU runs
         if not rows:
             return no_rows(benchmark)
@@ -450,8 +444,6 @@ def equal_cpu(benchmark: str, setup: str = "") -> Callable[[], Finding]:
         else:
             verdict = "not measurable at this budget (intervals overlap)"
         side = f"; above pixel PPO (intervals apart): {', '.join(above) or 'none'}; below: {', '.join(below) or 'none'}"
-        from atari_equal_cpu import by_contender, curriculum_lines
-
         curriculum = curriculum_lines(by_contender(rows), sorted({r["game"] for r in rows}))
         if curriculum:  # the section says how many runs each and what an interval holding 0 means
             short = [
@@ -475,8 +467,6 @@ def latent_transfer() -> Finding:
     held = [r for r in runs if r["held_out"] and r["variant"] == "real" and r["first_score"] is not None]
     if not held:
         return no_full_game_rows()
-    from latent_vs_pixel import REFERENCES
-
     game = held[0]["game"]
     human = REFERENCES[game][1]
     firsts = [r["first_score"] for r in held]
@@ -509,12 +499,10 @@ def peft(method: str) -> Callable[[], Finding]:
     or ``best`` for "LoRA best in most tasks")."""
 
     def measure() -> Finding:
-        import peft_methods
-
-        rows = peft_methods.contest_rows(rows_of("peft_methods"))
+        rows = contest_rows(rows_of("peft_methods"))
         if not rows:
             return no_rows("peft_methods")
-        return Finding(*peft_methods.claim_finding(rows, method))
+        return Finding(*claim_finding(rows, method))
 
     return measure
 
@@ -525,9 +513,7 @@ def peft(method: str) -> Callable[[], Finding]:
 def rmt_table(variant: str) -> list[dict]:
     """The rows of the newest LunarLander table of the RMT ablation (as its section shows them: a batch with
     the rows it reuses) that has ``variant`` and plain."""
-    import rmt_ablation
-
-    rows = [r for r in rmt_ablation.select(rows_of("rmt_ablation")) if r["env_id"] == "LunarLander-v3"]
+    rows = [r for r in _rmt.select(rows_of("rmt_ablation")) if r["env_id"] == "LunarLander-v3"]
     for head in dict.fromkeys(r["shown_in"] for r in rows):
         table = [r for r in rows if r["shown_in"] == head]
         if {variant, "plain"} <= {r["variant"] for r in table}:

@@ -17,7 +17,7 @@ kept).
 The seed document claims, for MuJoCo: LoRA 3.2% of the training cost for 98% of the final score,
 Adapter 2.8% / 95%, Prefix-tuning 4.1% / 89%, BitFit 1.9% / 82%, and LoRA best in most tasks.
 
-    python benchmarks/peft_methods.py --workers 2 --stop-after-s 3000 --write
+    python -m benchmarks.peft_methods --workers 2 --stop-after-s 3000 --write
 """
 
 from __future__ import annotations
@@ -25,23 +25,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import shutil
-import statistics
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
+from ._peft import CLAIMS, contest_rows, table_of
 
 RESULTS = _report.RESULTS_DIR / "peft_methods.jsonl"
 CONFIG = Path("configs") / "invdoublependulum-peft.yaml"
 SOURCE = Path("benchmarks") / "artifacts" / "invdoublependulum-peft-source"
 SOURCE_FILES = ("config.yaml", "checkpoint.pt", "summary.json")  # what `load_source` and the table read
-
-# The seed's table (cost %, score %). Its prefix-tuning row has no counterpart here: frugalrl's ``prefix`` is a
-# bias shift of a layer's input, W(x + p) + b, not prefix-tuning, so it is not set beside that figure.
-CLAIMS = {"lora": (3.2, 98.0), "adapter": (2.8, 95.0), "bitfit": (1.9, 82.0)}
-REFERENCE_NAMES = ("full", "none", "scratch")  # not ranked among the parameter-efficient methods
 
 NO_ROWS = (
     "_No rows in `benchmarks/results/peft_methods.jsonl` yet. The figures this section held were measured before "
@@ -66,94 +59,6 @@ def contest_hash(config: object) -> str:
     """The config's hash with ``peft.source`` left out (where the source lies differs between machines)."""
     peft = config.peft.model_copy(update={"source": None})  # type: ignore[attr-defined]
     return config.model_copy(update={"peft": peft}).hash()  # type: ignore[attr-defined]
-
-
-def contest_rows(rows: list[dict]) -> list[dict]:
-    """The rows of the newest comparison (config hash and source fingerprint of the last row), one per run
-    (target, method, seed): the last kept."""
-    if not rows:
-        return []
-    last = rows[-1]
-    mine = [r for r in rows if (r["contest"], r["source_sha256"]) == (last["contest"], last["source_sha256"])]
-    by_run = {(r["run"]["target"], r["run"]["method"], r["run"]["seed"]): r for r in mine}
-    return list(by_run.values())
-
-
-def table_of(stored: list[dict]) -> list[dict]:
-    """``aggregate`` over the kept runs: the source's return on its own task is the ``none`` runs' (the same
-    evaluation episodes as every run's forgetting figure), else its training run's evaluation."""
-    from frugalrl.peft.table import aggregate
-
-    runs = [r["run"] for r in stored]
-    untrained = [r["source_eval_mean"] for r in runs if r["method"] == "none"]
-    head = stored[-1]
-    source_return = statistics.median(untrained) if untrained else head["source_return"]
-    order = {m: i for i, m in enumerate(head["contenders"])}
-    runs.sort(key=lambda r: (head["targets"].index(r["target"]), order.get(r["method"], len(order)), r["seed"]))
-    return aggregate(runs, source_return, head["source_train_flops"], head["source_train_s"])
-
-
-def ranking(table: list[dict], target: str) -> list[dict]:
-    """The parameter-efficient methods on ``target``, best median return first."""
-    mine = [r for r in table if r["target"] == target and r["method"] not in REFERENCE_NAMES]
-    return sorted(mine, key=lambda r: -r["eval_mean"])
-
-
-def complete(table: list[dict], head: dict, method: str) -> bool:
-    """Whether ``method`` and full fine-tuning have every seed on every target."""
-    seeds = {(r["target"], r["method"]): r["seeds"] for r in table}
-    return all(seeds.get((t, m), 0) >= head["seeds"] for t in head["targets"] for m in (method, "full"))
-
-
-def claim_finding(stored: list[dict], method: str) -> tuple[str, str, str]:
-    """(measured, evidence, verdict) of one PEFT claim of the seed: ``method``'s cost and score claim, or for
-    ``best`` whether LoRA ranks first on most targets, with the range over seeds beside its runner-up's."""
-    table, head = table_of(stored), stored[-1]
-    evidence = (f"{head['seeds']} seeds x {len(head['targets'])} targets x {head['steps']:,} env steps, "
-                f"{head['eval_episodes']} evaluation episodes, {len(stored)} of {head['expected_runs']} runs "
-                "kept; every method at the config's one `peft.learning_rate`, none tuned")  # fmt: skip
-    if method == "best":
-        lines, firsts, separated = [], 0, 0
-        for target in head["targets"]:
-            ranked = ranking(table, target)
-            if not ranked:
-                continue
-            lora = next((i for i, r in enumerate(ranked) if r["method"] == "lora"), None)
-            top, second = ranked[0], ranked[1] if len(ranked) > 1 else None
-            apart = second is not None and top["eval_low"] > second["eval_high"]
-            firsts += lora == 0
-            separated += lora == 0 and apart
-            rank = "-" if lora is None else f"{lora + 1} of {len(ranked)}"
-            lines.append(f"{target}: LoRA ranks {rank}; first {top['method']} {top['eval_mean']:.0f} "
-                         f"[{top['eval_low']:.0f}, {top['eval_high']:.0f}]"
-                         + (f", second {second['method']} {second['eval_mean']:.0f} [{second['eval_low']:.0f}, "
-                            f"{second['eval_high']:.0f}]" if second else ""))  # fmt: skip
-        if not all(complete(table, head, m) for m in head["methods"]):
-            return "; ".join(lines) or "no runs yet", evidence, "not yet measured (the table is incomplete)"
-        most = len(head["targets"]) // 2 + 1
-        verdict = ("confirmed" if separated >= most else "not separated (first by median, ranges overlap)"
-                   if firsts >= most else "refuted")  # fmt: skip
-        return "; ".join(lines), evidence, verdict
-    cost_claim, score_claim = CLAIMS[method]
-    mine = [r for r in table if r["method"] == method]
-    text = "; ".join(
-        f"{r['target']}: return {_report.opt(r['return_pct_of_full'], '{:.0f}')}% of full "
-        f"({_report.opt(r['drop_recovered_pct'], '{:.0f}')}% of the drop recovered) at "
-        f"{_report.opt(r['flops_pct_of_source_training'], '{:.2f}')}% of the source's training FLOPs, "
-        f"{_report.opt(r['flops_pct_of_full'], '{:.0f}')}% of full fine-tuning's"
-        for r in mine
-    )  # fmt: skip
-    if not mine or not complete(table, head, method):
-        return text or "no runs of it yet", evidence, "not yet measured (the table is incomplete)"
-    cheap = [(r["flops_pct_of_source_training"] or math.inf) <= cost_claim for r in mine]
-    good = [(r["return_pct_of_full"] or -math.inf) >= score_claim for r in mine]
-    holds = [c and g for c, g in zip(cheap, good, strict=True)]
-    verdict = (
-        "confirmed" if all(holds) else "refuted" if not any(holds) else f"partly ({sum(holds)} of {len(holds)} targets)"
-    )
-    if not all(holds):  # the claim is "cost X for score Y": say which half failed where
-        verdict += f" (the score holds on {sum(good)} of {len(good)} targets, the cost on {sum(cheap)} of {len(cheap)})"
-    return text, evidence, verdict
 
 
 def report(stored: list[dict], results: Path = RESULTS) -> str:

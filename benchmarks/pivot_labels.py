@@ -5,7 +5,7 @@ env steps, all three labels computed with the policy of each moment), then repor
 correlation between the label definitions and, for each label, the held-out Spearman of an
 evaluator pretrained on it (``pretrain_epochs`` epochs, 80/20 split).
 
-    python benchmarks/pivot_labels.py --envs CartPole-v1 Acrobot-v1 --write
+    python -m benchmarks.pivot_labels --envs CartPole-v1 Acrobot-v1 --write
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import _harness
-import _report
 from frugalrl.config import load_config
 from frugalrl.pivot.labels import spearman
 from frugalrl.pivot.pretrain import LABEL_KINDS, collect_dataset, pretrain_from_dataset
-from pivot_vs_ppo import CONFIGS
+
+from . import _harness, _report
+from ._pivot import CONFIGS
 
 HEADER = ["env", "samples", "Spearman policy_gradient vs grad_norm", "advantage vs grad_norm",
           "policy_gradient vs advantage", "evaluator held-out Spearman: policy_gradient", "advantage",

@@ -32,9 +32,9 @@ Run from the repository root (run times on 2 cores are estimates, not measured e
 about 3-4 s per run of process start, setup and evaluation, plus about 115 us per env step for pivot on
 CartPole, so a 100k-step run about 15-20 s and 15 runs about 5 minutes)::
 
-    nohup python benchmarks/pivot_pretrained.py --minibatch --write > /tmp/pivot_pretrained.log 2>&1 &
+    nohup python -m benchmarks.pivot_pretrained --minibatch --write > /tmp/pivot_pretrained.log 2>&1 &
         # about 5-10 minutes
-    python benchmarks/pivot_pretrained.py --report-only --write
+    python -m benchmarks.pivot_pretrained --report-only --write
 """
 
 from __future__ import annotations
@@ -45,10 +45,9 @@ from pathlib import Path
 
 import yaml
 
-import _harness
-import _report
-from _report import mmm
-from pivot_vs_ppo import run_figures
+from . import _harness, _report
+from ._pivot import run_figures
+from ._report import mmm
 
 CONFIG = _report.REPO_ROOT / "configs" / "cartpole-pivot.yaml"
 SECTION = "pivot_pretrained"

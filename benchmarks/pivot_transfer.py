@@ -7,7 +7,7 @@ the input layer is re-initialised) and once from a fresh evaluator. Reported: en
 mean training return of the last 100 episodes first reaches the target (-100), final eval return,
 and backward samples.
 
-    python benchmarks/pivot_transfer.py --seeds 5 --write
+    python -m benchmarks.pivot_transfer --seeds 5 --write
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from pivot_vs_ppo import run_training
+from . import _harness, _report
+from ._pivot import run_training
 
 TARGET = -100.0
 CONFIG = _report.REPO_ROOT / "configs" / "acrobot-pivot.yaml"

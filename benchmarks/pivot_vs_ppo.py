@@ -47,11 +47,11 @@ estimates, not measured end to end: smoke runs here took about 3-4 s of process 
 per run, plus per env step (PPO / pivot, steady state) CartPole 155 / 115 us, Acrobot 160 / 105 us,
 LunarLander 200 / 160 us, MountainCar 175 / 120 us; scaled to the configs' budgets (100k, 200k, 1M, 1M)::
 
-    nohup python benchmarks/pivot_vs_ppo.py --env CartPole-v1 Acrobot-v1 --labels --write \
+    nohup python -m benchmarks.pivot_vs_ppo --env CartPole-v1 Acrobot-v1 --labels --write \
         > /tmp/pivot_vs_ppo_small.log 2>&1 &      # about 25-40 minutes (CartPole ~10-15 of them)
-    nohup python benchmarks/pivot_vs_ppo.py --env LunarLander-v3 MountainCar-v0 --labels --write \
+    nohup python -m benchmarks.pivot_vs_ppo --env LunarLander-v3 MountainCar-v0 --labels --write \
         > /tmp/pivot_vs_ppo_large.log 2>&1 &      # about 2.5-3.5 hours (~15 min per seed and env)
-    python benchmarks/pivot_vs_ppo.py --report-only --write   # re-render the newest batch of every env
+    python -m benchmarks.pivot_vs_ppo --report-only --write   # re-render the newest batch of every env
 
 Run the two commands one after the other, not at once (two at once would spoil the wall-clock figures).
 """
@@ -63,20 +63,13 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-import _harness
-import _report
-from _report import mmm
+from . import _harness, _report
+from ._pivot import CONFIGS, random_policy_return, run_figures
+from ._report import mmm
 
-CONFIGS = {
-    "CartPole-v1": "cartpole-pivot.yaml",
-    "Acrobot-v1": "acrobot-pivot.yaml",
-    "LunarLander-v3": "lunarlander-pivot.yaml",
-    "MountainCar-v0": "mountaincar-pivot.yaml",
-}
 SECTION = "pivot_vs_ppo"
 VARIANT_ORDER = ("ppo", "pivot", "pivot_mb", "random", "epochs", "pivot_adv")
 CONTROLS = ("random", "epochs")
@@ -88,56 +81,12 @@ DESCRIPTIONS = {
     "epochs": "`epochs`: control (b), fewer epochs (last one fractional), pivot's size",
     "pivot_adv": "`pivot_adv`: PivotRL, abs-advantage label",
 }
-SUMMARY_KEYS = (
-    "eval_mean", "eval_std", "eval_returns", "backward_samples", "forward_samples", "optimizer_steps",
-    "train_flops", "aux_flops", "real_env_steps", "wall_s", "eval_s", "learn_s", "act_s", "env_s", "compile",
-    "updates",
-)  # fmt: skip
 TARGET_WALL = 0.6  # CartPole / Acrobot: pivot train wall-clock / PPO at most this ...
 TARGET_RETURN = 0.98  # ... at a return ratio of at least this
 EQUAL_WALL = 0.1  # LunarLander: a control more than 10% faster than pivot is not "at equal wall-clock"
 
 
 # --------------------------------------------------------------------------- running
-def resolved_settings(run_dir: Path) -> dict[str, Any]:
-    """The settings of a finished run that the tables need, from its resolved ``config.yaml``."""
-    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
-    ppo = cfg.get("ppo", {})
-    pivot = {k: v for k, v in cfg.get("pivot", {}).items() if k != "evaluator"}
-    keys = ("total_timesteps", "num_steps", "batch_size", "update_epochs")
-    return {
-        "ppo": {k: ppo.get(k) for k in keys},
-        "num_envs": cfg.get("env", {}).get("num_envs"),
-        "selection": cfg.get("selection"),
-        "pivot": pivot,
-    }
-
-
-def run_training(config: Path, overrides: list[str], workdir: Path) -> dict:
-    """One ``frugalrl train`` in a fresh process (MLflow off, one thread); its summary.json plus ``run_dir``
-    and ``settings`` (see ``resolved_settings``)."""
-    run = _harness.train(config, Path(tempfile.mkdtemp(dir=workdir)) / "run", overrides)
-    return {**run.summary, "run_dir": str(run.out), "settings": resolved_settings(run.out)}
-
-
-def run_figures(env_id: str, config: Path, seed: int, variant: str, overrides: list[str], workdir: Path,
-                extra: dict | None = None) -> dict:  # fmt: skip
-    """Train one variant; the figures of its row (``_harness.measure`` adds the rest)."""
-    summary = run_training(config, overrides, workdir)
-    return {
-        "env": env_id,
-        "config": str(config.relative_to(_report.REPO_ROOT)),
-        "timesteps": summary["settings"]["ppo"]["total_timesteps"],
-        "seed": seed,
-        "variant": variant,
-        "overrides": overrides,
-        "train_s": summary["wall_s"] - summary["eval_s"],
-        **{k: summary.get(k) for k in SUMMARY_KEYS},
-        "settings": summary["settings"],
-        **(extra or {}),
-    }
-
-
 def line(row: dict) -> str:
     opt = row["optimizer_steps"]
     return (f"{row['env']:<15} seed {row['seed']}  {row['variant']:<9} eval {row['eval_mean']:8.1f}  "
@@ -169,18 +118,6 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, common: dict, wo
 
 
 # --------------------------------------------------------------------------- report
-def random_policy_return(env_id: str, episodes: int = 20, seed: int = 10_000) -> float:
-    """Mean return of uniformly random actions over the evaluation seeds: the floor of the return ratio."""
-    import gymnasium as gym
-    import numpy as np
-
-    env = gym.make(env_id)
-    env.action_space.seed(seed)
-    returns = _harness.episode_returns(env, lambda _: env.action_space.sample(), episodes, seed)
-    env.close()
-    return float(np.mean(returns))
-
-
 class Ratio:
     """``variant / reference`` of one figure, paired by seed: per-seed ratios and the ratio of medians.
     ``floor`` is subtracted from both sides first (returns: measured above a random policy)."""

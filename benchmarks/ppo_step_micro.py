@@ -4,7 +4,7 @@ Each line times the replaced piece and its replacement in the same process, alte
 calls (A B A B ...), one torch thread, after a warm-up; medians over the blocks. Shapes are CartPole's
 RL Zoo ones: a 64x64 tanh actor-critic (separate towers), minibatch 256, 8 envs.
 
-    python benchmarks/ppo_step_micro.py --write      # about 1 minute
+    python -m benchmarks.ppo_step_micro --write      # about 1 minute
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
 
 
 def per_call_us(fn: Callable[[], object], calls: int) -> float:

@@ -18,7 +18,7 @@ evaluation), and the cost meter's split of it: env stepping (``env_s``), acting 
 learner's milliseconds per optimizer step; the ratio to ``before`` (ratio of medians and median of
 per-seed ratios); the final eval return (20 deterministic episodes).
 
-    python benchmarks/ppo_time_breakdown.py --seeds 3 --write      # about 10 minutes on 2 cores
+    python -m benchmarks.ppo_time_breakdown --seeds 3 --write      # about 10 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -26,14 +26,12 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import _harness
-import _report
-from _report import mmm as fmt
+from . import _harness, _report
+from ._report import mmm as fmt
 
 RESULTS = _report.RESULTS_DIR / "ppo_time_breakdown.jsonl"
 CONFIG = _report.REPO_ROOT / "configs" / "cartpole-ppo.yaml"
@@ -47,15 +45,19 @@ VARIANTS = {
 
 
 def worker(src: str, overrides: list[str], seed: int, timesteps: int) -> dict:
-    """One training run in this process (called in a fresh subprocess)."""
-    sys.path.insert(0, src)
+    """One training run in this process (called in a fresh subprocess whose ``PYTHONPATH`` starts with ``src``)."""
     import torch
 
     torch.set_num_threads(1)
     import torch._dynamo  # noqa: F401  - torch.optim imports it lazily; keep imports out of the clock
 
+    import frugalrl
     from frugalrl.config import load_config
     from frugalrl.training import train
+
+    # An installed frugalrl found first would time today's code under the ``before`` label.
+    if not Path(frugalrl.__file__).resolve().is_relative_to(Path(src).resolve()):
+        raise RuntimeError(f"frugalrl imported from {frugalrl.__file__}, not from {src}")
 
     cfg = load_config(
         CONFIG, ["tracking.enabled=false", "threads=1", f"seed={seed}", f"ppo.total_timesteps={timesteps}", *overrides]
@@ -80,7 +82,8 @@ def run(variant: str, src: Path, seed: int, timesteps: int) -> dict:
     ]
     with tempfile.TemporaryDirectory(prefix="inductor-cache-") as cache:
         # A cold compile cache for every run: what a user's first run pays, not a cache left by the last one.
-        return _harness.worker(__file__, args, env={"TORCHINDUCTOR_CACHE_DIR": cache})
+        # ``src`` first on the worker's path: the checkout (today's or the ``before`` worktree) whose code it times
+        return _harness.worker(__spec__.name, args, env={"TORCHINDUCTOR_CACHE_DIR": cache, "PYTHONPATH": str(src)})
 
 
 def baseline_tree(ref: str) -> Path:

@@ -55,13 +55,13 @@ without running anything; ``--write`` puts one section per env into ``docs/bench
 Run from the repository root, one env per command (rough run times for 5 seeds on 2 cores; the LunarLander
 and HalfCheetah figures are extrapolated from short runs, not measured end to end)::
 
-    nohup python benchmarks/ppo_vs_sb3.py --env CartPole-v1 --write > /tmp/ppo_vs_sb3_cartpole.log 2>&1 &
+    nohup python -m benchmarks.ppo_vs_sb3 --env CartPole-v1 --write > /tmp/ppo_vs_sb3_cartpole.log 2>&1 &
         # about 10 minutes
-    nohup python benchmarks/ppo_vs_sb3.py --env LunarLander-v3 --write > /tmp/ppo_vs_sb3_lunar.log 2>&1 &
+    nohup python -m benchmarks.ppo_vs_sb3 --env LunarLander-v3 --write > /tmp/ppo_vs_sb3_lunar.log 2>&1 &
         # about 1-1.5 hours (one 16k-step rollout + update: ~5 s frugalrl, ~7.5 s SB3; 61 of them per run)
-    nohup python benchmarks/ppo_vs_sb3.py --env HalfCheetah-v5 --write > /tmp/ppo_vs_sb3_cheetah.log 2>&1 &
+    nohup python -m benchmarks.ppo_vs_sb3 --env HalfCheetah-v5 --write > /tmp/ppo_vs_sb3_cheetah.log 2>&1 &
         # about 4-6 hours (~1.5 ms per env step frugalrl, ~2 ms SB3, incl. the 20-epoch updates)
-    python benchmarks/ppo_vs_sb3.py --report-only --env CartPole-v1 LunarLander-v3 HalfCheetah-v5 --write
+    python -m benchmarks.ppo_vs_sb3 --report-only --env CartPole-v1 LunarLander-v3 HalfCheetah-v5 --write
 """
 
 from __future__ import annotations
@@ -75,9 +75,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import _harness
-import _report
-from _report import opt
+from . import _harness, _report
+from ._report import opt
 
 EVAL_SEED = 10_000
 CONTENDERS = ("frugalrl", "sb3")
@@ -563,7 +562,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
     first, last = rows[0], rows[-1]
     machine, versions = first.get("machine", {}), first.get("versions", {})
     commits = sorted({r["git_commit"] for r in rows})
-    commands = sorted({r["command"] for r in rows})
+    commands = sorted({_report.as_run_today(r["command"]) for r in rows})
     loads = [v for v in (_report.load1(r["load_after"]) for r in rows) if v is not None]
     threads = sorted({r["torch_threads"] for r in rows})
     fr_steps = sorted({r["env_steps"] for r in fr})
@@ -636,7 +635,7 @@ def run_env(spec: EnvSpec, timesteps: int, seeds: list[int], common: dict, resul
         seed, kind = job
         args = ["--worker", kind, "--env", spec.env_id, "--seed", seed, "--timesteps", timesteps]
         return {"env": spec.env_id, "timesteps": timesteps, "seed": seed, "contender": kind,
-                **_harness.worker(__file__, args)}  # fmt: skip
+                **_harness.worker(__spec__.name, args)}  # fmt: skip
 
     def line(row: dict) -> str:
         return (f"{spec.env_id} seed {row['seed']} {row['contender']:8s} train {row['train_s']:7.1f} s  eval "

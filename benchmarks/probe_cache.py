@@ -1,6 +1,6 @@
 """The RAM probe's CNN ceiling, computed and cached: the quick demo's encoder stage, cold and warm.
 
-    python benchmarks/probe_cache.py [--repeats 1]
+    python -m benchmarks.probe_cache [--repeats 1]
 
 Runs ``frugalrl pretrain encoder`` with the quick profile's latent overrides twice per repeat
 in a fresh cache directory: first with an empty cache (the ceiling is trained), then with the
@@ -16,9 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from _report import REPO_ROOT, median_of
+from . import _harness, _report
+from ._report import REPO_ROOT, median_of
 
 QUICK = ["total_real_steps=8192", "latent.collect_steps=2048", "latent.pretrain_updates=100", "eval.episodes=2",
          "env.atari.max_episode_steps=10000", "tracking.enabled=false"]  # fmt: skip

@@ -1,6 +1,6 @@
 """The uniform random policy under frugalrl's Atari evaluation, against the published random scores.
 
-    python benchmarks/random_atari.py --episodes 30 --write
+    python -m benchmarks.random_atari --episodes 30 --write
 
 frugalrl's own evaluation (``frugalrl.evaluation.random_policy_returns``, the promotion gate's
 floor): full games (all lives), sticky actions 0.25, games cut at 108,000 frames, up to 30 no-op
@@ -15,8 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import _harness
-import _report
+from . import _harness, _report
 
 GAMES = {"ALE/Breakout-v5": 1.7, "ALE/Pong-v5": -20.7, "ALE/Boxing-v5": 0.1}
 

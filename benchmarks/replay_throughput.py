@@ -11,7 +11,7 @@ process, alternating contenders round by round:
 Reported: the median over rounds, and each store's ratio to SB3. Memory per stored transition
 is reported too (SB3 stores observation and next observation as full stacks).
 
-    python benchmarks/replay_throughput.py --rounds 5 --write
+    python -m benchmarks.replay_throughput --rounds 5 --write
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-import _harness
-import _report
 from frugalrl.config import ReplayConfig
 from frugalrl.replay import build_replay
+
+from . import _harness, _report
 
 KINDS = {
     "vector": {"obs": gym.spaces.Box(-1, 1, (4,), np.float32), "capacity": 100_000, "batch": 256},

@@ -1,6 +1,6 @@
 """Can the frozen latent tell when a reward comes? Why the world model's reward head ranked at chance.
 
-    python benchmarks/reward_predictability.py --encoder runs/encoders/encoder --write
+    python -m benchmarks.reward_predictability --encoder runs/encoders/encoder --write
 
 On the random-play frames a shared encoder was trained on (``dataset-<game>.npz`` beside its
 ``encoder.pt``), whether step t brings a nonzero reward is predicted from what the step starts with,
@@ -31,13 +31,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import _harness
-import _report
 from frugalrl.latent.dataset import FrameDataset, load_dataset
 from frugalrl.latent.encoder import encode
 from frugalrl.latent.quality import roc_auc
 from frugalrl.latent.store import LatentModels, load_latent_file
 from frugalrl.latent.world_model import LatentWorldModel
+
+from . import _harness, _report
 
 HORIZON = 16
 TRAIN_GAMES, TEST_GAMES = list(range(6)), [6, 7]
@@ -194,7 +194,8 @@ def main() -> None:
     if not args.report_only:
         if not (Path(args.encoder) / "encoder.pt").is_file():
             parser.error(
-                f"--encoder {args.encoder}: no encoder.pt there; make it with latent_vs_pixel.py --encoder-only"
+                f"--encoder {args.encoder}: no encoder.pt there; make it with "
+                "python -m benchmarks.latent_vs_pixel --encoder-only"
             )
         args.encoder = os.path.abspath(args.encoder)  # rows name it repo-relative (_report.portable)
     _report.run_or_render("reward_predictability", args, run, render, after=["world_model_quality"])

@@ -13,7 +13,7 @@ sides draw 2,000 replicates from their own generators, so the points must agree 
 end may differ where the resampled IQMs of a few runs take few distinct values.
 
     make rliable-venv
-    python benchmarks/rliable_check.py --write
+    python -m benchmarks.rliable_check --write
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import json
 import subprocess
 from pathlib import Path
 
-import _report
-import atari_equal_cpu
 from frugalrl.stats import stratified_bootstrap_iqm
-from latent_vs_pixel import REFERENCES, human_normalised
+
+from . import _report
+from ._atari import REFERENCES, human_normalised
+from ._equal_cpu import DESCRIPTIONS, MIN_RUNS_FOR_INTERVAL, by_contender, latest
 
 NAME = "rliable_check"
 REPS = 2000
@@ -39,14 +40,14 @@ SIDE = Path(__file__).with_name("_rliable_side.py")
 def matrices(rows: list[dict]) -> dict[tuple[str, str], list[list[float]]]:
     """(scope, variant) -> runs x tasks scores: each game alone (one column), and every game together,
     human-normalised, for a contender with ``MIN_RUNS_FOR_INTERVAL`` runs or more on every game."""
-    by = atari_equal_cpu.by_contender(rows)
+    by = by_contender(rows)
     games = [g for g in REFERENCES if any(r["game"] == g for r in rows)]
     out: dict[tuple[str, str], list[list[float]]] = {}
-    for variant in atari_equal_cpu.CONFIGS:
+    for variant in DESCRIPTIONS:
         columns = {}
         for game in games:
             scores = [r["score"] for r in sorted(by.get((game, variant), []), key=lambda r: r["seed"])]
-            if len(scores) >= atari_equal_cpu.MIN_RUNS_FOR_INTERVAL:
+            if len(scores) >= MIN_RUNS_FOR_INTERVAL:
                 out[game, variant] = [[s] for s in scores]
                 columns[game] = [human_normalised(game, s) for s in scores]
         if len(games) > 1 and len(columns) == len(games):
@@ -68,10 +69,10 @@ def rliable_estimates(python: Path, scores: dict[str, list[list[float]]]) -> tup
 
 
 def run(args: argparse.Namespace) -> list[dict]:
-    compared, _capped = atari_equal_cpu.latest(_report.read_rows(args.equal_cpu_results))
+    compared, _capped = latest(_report.read_rows(args.equal_cpu_results))
     found = matrices(compared)
     if not found:
-        raise SystemExit(f"{args.equal_cpu_results}: no contender has {atari_equal_cpu.MIN_RUNS_FOR_INTERVAL} runs yet")
+        raise SystemExit(f"{args.equal_cpu_results}: no contender has {MIN_RUNS_FOR_INTERVAL} runs yet")
     names = {f"{scope}|{variant}": (scope, variant) for scope, variant in found}
     version, theirs = rliable_estimates(args.rliable_python, {name: found[key] for name, key in names.items()})
     common = _report.batch_common(rliable=version, reps=REPS, load_before=_report.load_average())
@@ -99,7 +100,7 @@ def render(rows: list[dict], results: Path) -> str:
         point_gaps.append(abs(ours[0] - theirs[0]))
         end_gaps.append(max(abs(ours[1] - theirs[1]), abs(ours[2] - theirs[2])))
         scope = r["scope"] if r["scope"] == ALL_GAMES else r["scope"].split("/")[-1]
-        table.append([scope, atari_equal_cpu.DESCRIPTIONS[r["variant"]], str(r["runs"]), _estimate(ours),
+        table.append([scope, DESCRIPTIONS[r["variant"]], str(r["runs"]), _estimate(ours),
                       _estimate(theirs), f"{end_gaps[-1]:.3f}"])  # fmt: skip
     first = rows[0]
     lines = [

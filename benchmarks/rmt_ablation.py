@@ -17,19 +17,19 @@ return (20 deterministic episodes, fixed seeds), env steps until the mean traini
 reaches the target (LunarLander 200, Pendulum -200; "-" if never), training FLOPs and wall-clock
 against plain, and the share of replay draws from the top-10% |TD error| transitions.
 
-    python benchmarks/rmt_ablation.py --envs Pendulum-v1 --seeds 3 --workers 2 --write
+    python -m benchmarks.rmt_ablation --envs Pendulum-v1 --seeds 3 --workers 2 --write
 
 The reuse and meta-controller claims are tested as effects, at a budget where the baseline has not
 reached its ceiling (every variant has the same env steps and, since the variants share ``train_freq``
 and ``gradient_steps``, the same gradient steps; the table shows both)::
 
-    python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 100000 --seeds 5 \
+    python -m benchmarks.rmt_ablation --envs LunarLander-v3 --steps 100000 --seeds 5 \
         --variants plain +replay +meta --no-peers --workers 2 --write
 
 Tiered replay after its fix, against uniform and prioritized replay, reusing the uniform rows of an
 earlier batch where a rerun reproduces them (runs are deterministic; ``--reuse`` below)::
 
-    python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 100000 --seeds 5 \
+    python -m benchmarks.rmt_ablation --envs LunarLander-v3 --steps 100000 --seeds 5 \
         --variants plain +replay +per --no-peers --workers 1 --reuse 20261201T060030Z-5397
 
 Every run appends one row to ``benchmarks/results/rmt_ablation.jsonl`` (commit, config hash, command,
@@ -48,8 +48,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
+from ._rmt import REPRODUCED, comparison, select
 
 ENVS = {
     "LunarLander-v3": {"config": "lunarlander-rmt.yaml", "target": 200.0, "ppo": "lunarlander-ppo.yaml"},
@@ -68,8 +68,6 @@ PARTS = {
     "all": ["replay.kind=tiered", "meta.enabled=true", "dqn.exploration=boltzmann", "policy.block=fractal"],
 }
 RESULTS = _report.RESULTS_DIR / "rmt_ablation.jsonl"
-# What a rerun must match for a kept row to stand in for it (deterministic runs give equal floats).
-REPRODUCED = ("config_hash", "optimizer_steps", "eval_mean", "mean_train_return")
 
 
 def run_frugalrl(config: Path, overrides: list[str], workdir: Path, target: float) -> dict:
@@ -362,29 +360,6 @@ def main() -> None:
         return results
 
     _report.run_or_render("rmt_ablation", args, run, report, select)
-
-
-def comparison(row: dict) -> str:
-    """The comparison a row belongs to: its batch, or the batch it continues (``--part-of``)."""
-    return row.get("part_of") or row["batch"]
-
-
-def select(stored: list[dict], _: argparse.Namespace | None = None) -> list[dict]:
-    """Per env: the newest comparison (a batch and the batches that continue it) with the rows it reuses, then
-    the newest comparison of every variant not shown yet (each as its own table, its first batch in
-    ``shown_in``)."""
-    out = []
-    for env in dict.fromkeys(r["env_id"] for r in stored):
-        rows = [r for r in stored if r["env_id"] == env]
-        shown: set[str] = set()
-        for head in reversed(rows):
-            if head["variant"] in shown:
-                continue
-            batch = [r for r in rows if comparison(r) == comparison(head)]
-            table = _report.with_reused(stored, batch, REPRODUCED, env_id=env)
-            shown |= {r["variant"] for r in table}
-            out += [{**r, "shown_in": comparison(head)} for r in table]
-    return out
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ samples and optimizer steps, the 95% stratified-bootstrap interval of its eval-r
 above random's. The paired difference (contender - random: difference of medians / median of per-seed
 differences) is shown beside it.
 
-    python benchmarks/selection_signals.py --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write
+    python -m benchmarks.selection_signals --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write
 
 Cost, measured: on LunarLander a run is 71-84 CPU-s (PPO 100; 40 runs, seeds 1-5); on BipedalWalker
 (2M steps, 32 envs) a skipping run is 590-710 CPU-s and full PPO about 810 (131,072 steps took 53 CPU-s),
@@ -47,21 +47,11 @@ import math
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
-from frugalrl.stats import stratified_bootstrap_iqm
+from . import _harness, _report
+from ._signals import CONTENDERS, ENVS, MIN_SEEDS, NAME, SIGNALS, return_ci
 
-NAME = "selection_signals"
-ENVS = {
-    "LunarLander-v3": {"config": "lunarlander-ppo.yaml", "steps": 1_000_000, "pivot_refresh": 5},
-    "BipedalWalker-v3": {"config": "bipedalwalker-ppo.yaml", "steps": 2_000_000, "pivot_refresh": 10},
-}
-SIGNALS = ("advantage_top", "advantage_proportional", "value_error", "clipped_ratio")
-CONTENDERS = ("ppo", "random", "pivot", "pivot_grad", *SIGNALS)
-SKIPPERS = CONTENDERS[1:]  # every contender at the keep fraction
 # the cost meter's phases that are a contender's own selection work (beyond the learner's passes)
 OWN_PHASES = ("signal_forward", "evaluator_score", "evaluator_train", "label")
-MIN_SEEDS = 5
 
 
 def overrides(contender: str, keep: float, env_id: str, evaluator_from: str | None = None) -> list[str]:
@@ -121,11 +111,6 @@ def _line(row: dict) -> str:
 
 
 # --------------------------------------------------------------------------- report
-def _interval(returns: list[float]) -> tuple[float, float, float]:
-    """(IQM, low, high): the eval-return IQM of a contender's seeds with its 95% stratified-bootstrap interval."""
-    return stratified_bootstrap_iqm({"env": returns})
-
-
 def _equal_size(paired: list[dict], contender: str) -> float:
     """The largest relative difference from random's backward samples or optimizer steps over the pairs."""
     gaps = [abs(p[contender][k] - p["random"][k]) / max(p["random"][k], 1)
@@ -135,7 +120,7 @@ def _equal_size(paired: list[dict], contender: str) -> float:
 
 def env_section(env_id: str, rows: list[dict]) -> list[str]:
     names = [c for c in CONTENDERS if any(r["contender"] == c for r in rows)]
-    intervals = {c: _interval([r["eval_mean"] for r in rows if r["contender"] == c]) for c in names}
+    intervals = {c: return_ci([r["eval_mean"] for r in rows if r["contender"] == c]) for c in names}
     table = []
     for name in names:
         mine = [r for r in rows if r["contender"] == name]

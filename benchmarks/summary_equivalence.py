@@ -1,7 +1,7 @@
 """Equivalence check for refactors: short runs of the shipped configs, their deterministic figures compared.
 
-    python benchmarks/summary_equivalence.py --record benchmarks/results/summary_equivalence_baseline.json
-    python benchmarks/summary_equivalence.py --check benchmarks/results/summary_equivalence_baseline.json
+    python -m benchmarks.summary_equivalence --record benchmarks/results/summary_equivalence_baseline.json
+    python -m benchmarks.summary_equivalence --check benchmarks/results/summary_equivalence_baseline.json
 
 Each config runs in its own process (one torch thread, the config's seed, tracking off) with
 overrides that make it take seconds. What is compared: every summary.json key except the clock,
@@ -61,6 +61,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from . import _harness, _report
 
 REPO = Path(__file__).resolve().parents[1]
 _LATENT_SMALL = [
@@ -161,8 +163,6 @@ def cpu_model() -> str:
     """The CPU's model name, torch's kernel capability and a digest of its flags: what picks the code paths."""
     import torch
 
-    import _report  # next to this script (run as a script, its folder is on sys.path)
-
     flags = ""
     with contextlib.suppress(OSError, StopIteration):
         line = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
@@ -187,15 +187,13 @@ def run_one(name: str, out: Path, extra: list[str]) -> dict[str, Any]:
 
 def run_all(names: list[str], extra: list[str] = ()) -> dict[str, Any]:
     """Every config in a fresh process (``_harness.worker``), so no run sees another's global state."""
-    import _harness  # next to this script (the tests load this file without its folder on sys.path)
-
     env = {"OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "file:///dev/null"}
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             args = ["--one", name, "--out", str(Path(tmp) / name), *[a for value in extra for a in ("--set", value)]]
             try:
-                results[name] = _harness.worker(__file__, args, env=env, cwd=Path(tmp))
+                results[name] = _harness.worker(__spec__.name, args, env=env, cwd=Path(tmp))
             except RuntimeError as error:
                 raise SystemExit(f"{name}: run failed\n{error}") from None
     return results
@@ -265,16 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        import _harness  # next to this script
-
         _harness.write_result(run_one(args.one, args.out, args.extra), args.result)
         return 0
     names = args.only or list(RUNS)
     if args.record:
         if args.extra:
             parser.error("--record keeps the shipped configs' figures; --set is for --check")
-        import _report  # next to this script
-
         machine = {"cpu": cpu_model(), "recorded_with_commit": _report.git_commit()}
         if args.parted:  # into the existing recording, beside its main figures
             recording = json.loads(args.record.read_text())

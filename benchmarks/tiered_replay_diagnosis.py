@@ -1,6 +1,6 @@
 """Why tiered replay lost to uniform on LunarLander: each suspected cause measured on a store-level fixture.
 
-    python benchmarks/tiered_replay_diagnosis.py --seeds 3 --write
+    python -m benchmarks.tiered_replay_diagnosis --seeds 3 --write
 
 No network: a replay store of ``--capacity`` transitions, each with a fixed heavy-tailed |TD error|
 (lognormal, sigma 1), draws ``--calls`` batches of 128 from itself; every batch's errors go back to the
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-import _harness
-import _report
 from frugalrl.replay.storage import TransitionStorage
 from frugalrl.replay.stores import PrioritizedReplay, ReplayStore, TieredReplay, UniformReplay
+
+from . import _harness, _report
 
 BATCH = 128
 

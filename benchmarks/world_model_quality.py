@@ -1,7 +1,7 @@
 """Does the virtual env imagine the real game? World-model diagnostics of latent curriculum runs,
 against the refit's replay ratio.
 
-    python benchmarks/world_model_quality.py --games ALE/Breakout-v5 ALE/Boxing-v5 --refresh-steps 50 400 --write
+    python -m benchmarks.world_model_quality --games ALE/Breakout-v5 ALE/Boxing-v5 --refresh-steps 50 400 --write
 
 Each run is ``frugalrl train configs/breakout-latent.yaml`` (``env.id`` set per game) in its own
 process, one torch thread, tracking off, at a small budget (``--real-steps``, ``--frames`` random-play
@@ -40,8 +40,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import _harness
-import _report
+from . import _harness, _report
 
 CONFIG = "configs/breakout-latent.yaml"
 ROLLOUT = 8 * 128  # env.num_envs x ppo.num_steps of the config: real steps per update

@@ -5,7 +5,7 @@ artifacts; MLflow logging happens inside the library. Every component is declare
 default step image (``frugalrl.ops.images.DEFAULT_IMAGE``, the CPU image
 ``docker build -f images/Dockerfile.cpu -t frugalrl:0.1.0-cpu .`` builds). The image a compiled
 pipeline or a local container run really uses is decided in one place, at compile or run time:
-``frugalrl.pipelines.containers.resolve_image`` (``--image REF``, else the checkout's last build), which
+``pipelines.containers.resolve_image`` (``--image REF``, else the checkout's last build), which
 ``pinned_image`` writes into every step.
 """
 

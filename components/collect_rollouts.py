@@ -1,9 +1,8 @@
 """Component ``collect_rollouts``: a pretraining stage's data as a Dataset (game frames, labelled PPO rollouts, ...)."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Dataset, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

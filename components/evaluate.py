@@ -2,10 +2,9 @@
 
 from typing import NamedTuple
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Input, Metrics, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

@@ -2,10 +2,9 @@
 (table, plot, summary, adapters: a declared artifact, so a cluster uploads it) and the best adapted
 policy out."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Artifact, Input, Markdown, Metrics, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

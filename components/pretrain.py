@@ -3,10 +3,9 @@
 One component for every stage ``frugalrl.pretraining`` declares (PivotRL's evaluator, the latent
 encoder, ...): ``stage`` names it, the library does the rest."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

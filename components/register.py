@@ -1,9 +1,8 @@
 """Component ``register``: registers the policy in MLflow; the promotion gate decides on the champion alias."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Input, Markdown, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

@@ -1,9 +1,8 @@
 """Component ``report``: each branch's runs and promotion records in; one HTML report out (and in MLflow)."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Input, Markdown, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

@@ -1,9 +1,8 @@
 """Component ``train``: config text in, a run directory (Model) and its metrics out."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Input, Metrics, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

@@ -1,10 +1,9 @@
 """Component ``train_distributed``: training on N GPU pods (gradient fusion) as a Kubeflow Trainer v2
 TrainJob, or, with ``job_kind="PyTorchJob"``, the Training Operator's legacy PyTorchJob."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Metrics, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

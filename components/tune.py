@@ -1,9 +1,8 @@
 """Components ``tune_worker`` and ``tune_best``: Optuna workers sharing one study, then the best trial's overrides."""
 
+from frugalrl.components import FRUGALRL_IMAGE
 from kfp import dsl
 from kfp.dsl import Input, Metrics, Model, Output
-
-from frugalrl.components import FRUGALRL_IMAGE
 
 
 @dsl.component(base_image=FRUGALRL_IMAGE, install_kfp_package=False)

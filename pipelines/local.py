@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frugalrl.pipelines.console import StageConsole, stage_names
+from frugalrl.pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image
+from frugalrl.pipelines.training import pipeline_for, pipeline_kind
 from kfp import compiler, local
 
 from frugalrl.config import load_config
@@ -19,9 +22,6 @@ from frugalrl.credentials import redact_text, shown
 from frugalrl.errors import PipelineFailed
 from frugalrl.ops.images import ImageError, is_pinned
 from frugalrl.tracking import check_tracking, registry_client, task_name, tracking_uri
-from frugalrl.pipelines.console import StageConsole, stage_names
-from frugalrl.pipelines.containers import check_runner, docker_runner, pinned_image, resolve_image
-from frugalrl.pipelines.training import pipeline_for, pipeline_kind
 
 
 def compile_pipeline(
@@ -153,7 +153,7 @@ def run_profile_local(
 ) -> list[str]:
     """Run a profile's production DAG here (kfp.local); returns what to print: champions, report, MLflow UI.
 
-    ``isolated``: every stage in its own directory with only its declared inputs (``frugalrl.pipelines.isolated``).
+    ``isolated``: every stage in its own directory with only its declared inputs (``pipelines.isolated``).
 
     The tune workers share one study in ``OPTUNA_STORAGE``, else the train stage's ``tuning.storage``,
     else a sqlite file under ``root``.
@@ -238,13 +238,12 @@ def _pin_artifact_root(uri: str, experiments: list[str]) -> None:
 
 @contextlib.contextmanager
 def _isolation(enabled: bool) -> Any:
-    """While enabled, kfp.local runs every stage's command through ``frugalrl.pipelines.isolated``'s sandbox."""
+    """While enabled, kfp.local runs every stage's command through ``pipelines.isolated``'s sandbox."""
     if not enabled:
         yield
         return
-    from kfp.local import subprocess_task_handler as handler
-
     from frugalrl.pipelines.isolated import isolated_command
+    from kfp.local import subprocess_task_handler as handler
 
     original = handler.run_local_subprocess
     handler.run_local_subprocess = lambda full_command, env_vars=None: original(

@@ -7,16 +7,16 @@
 
 The pretraining steps of a training section are those its config needs, as ``frugalrl.pretraining``
 declares them (PivotRL's importance evaluator for ``selection.kind: pivot``, the encoder and world
-model for ``rollout.kind: latent``), wired the same way for every technique (``frugalrl.pipelines.stages``).
+model for ``rollout.kind: latent``), wired the same way for every technique (``pipelines.stages``).
 A stage the profile or its config does not enable is left out of the compiled graph (no
 pretraining without a stage that needs it, no tune stage without ``tuning``, no latent or PEFT
-branch without those profile stages). Every step is placed by ``frugalrl.pipelines.cluster``: requests, limits
+branch without those profile stages). Every step is placed by ``pipelines.cluster``: requests, limits
 and a deadline by its class (light, CPU, GPU), the tracking Secret as its environment. A training or
 pretraining step asks for ``nvidia.com/gpu`` only where its config runs on a GPU (``Profile.pool``) and
 lands on the GPU node pool through a node selector and a toleration given as pipeline parameters (the
 names are the cluster's; their defaults are the profile's ``resources``). Training stages retry with
 backoff; collection, pretraining and the PEFT source are cached (same config text and inputs, same
-outputs), evaluation and promotion never are (one sub-pipeline, ``frugalrl.pipelines.stages``'s
+outputs), evaluation and promotion never are (one sub-pipeline, ``pipelines.stages``'s
 ``evaluate_and_register_pipeline``, for every registered model). Models pass between stages
 as KFP artifacts (run directories); the registry holds them as MLflow models for everything downstream.
 """
@@ -30,14 +30,14 @@ from frugalrl.components.report import report
 from frugalrl.components.train import train
 from frugalrl.components.train_distributed import train_distributed
 from frugalrl.components.tune import tune_best, tune_worker
+from frugalrl.pipelines.cluster import Placement
+from frugalrl.pipelines.stages import evaluate_and_register_pipeline, pretrained_input
 from kfp import dsl
 
 from frugalrl import pretraining
 from frugalrl.ops import profiles
 from frugalrl.ops.images import DEFAULT_IMAGE
 from frugalrl.ops.profiles import Profile, ProfileStage
-from frugalrl.pipelines.cluster import Placement
-from frugalrl.pipelines.stages import evaluate_and_register_pipeline, pretrained_input
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -84,7 +84,7 @@ BRANCHES = {
 
 
 def build_pipeline(profile: Profile) -> Any:
-    """The ``@dsl.pipeline`` for ``profile``: only the stages it enables, each placed by ``frugalrl.pipelines.cluster``."""
+    """The ``@dsl.pipeline`` for ``profile``: only the stages it enables, each placed by ``pipelines.cluster``."""
     gate = evaluate_and_register_pipeline(Placement(profile.resources, profile.cluster))  # light steps only
 
     @dsl.pipeline(name=f"frugalrl-production-{profile.name}", description=__doc__.splitlines()[0])

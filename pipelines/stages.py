@@ -10,11 +10,11 @@ from frugalrl.components.collect_rollouts import collect_rollouts
 from frugalrl.components.evaluate import evaluate
 from frugalrl.components.pretrain import pretrain
 from frugalrl.components.register import register
+from frugalrl.pipelines.cluster import Placement
 from kfp import dsl
 from kfp.dsl import Input, Markdown, Model
 
 from frugalrl.pretraining import PretrainStage
-from frugalrl.pipelines.cluster import Placement
 
 
 class Promotion(NamedTuple):

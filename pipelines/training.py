@@ -5,7 +5,7 @@ pretraining stage ``frugalrl.pretraining`` declares (PivotRL's importance evalua
 curriculum's encoder and world model, ...) gets a pipeline ``frugalrl-train-<stage>``, built by the
 same builder from the declaration alone; other configs compile to the three-step graph. The PEFT
 pipeline, with its second model and comparison branch, is its own function. Evaluation and
-registration are one sub-pipeline (``frugalrl.pipelines.stages.evaluate_and_register_pipeline``), shared with the
+registration are one sub-pipeline (``pipelines.stages.evaluate_and_register_pipeline``), shared with the
 production DAG.
 """
 
@@ -13,13 +13,13 @@ from typing import Any
 
 from frugalrl.components.peft_compare import peft_compare
 from frugalrl.components.train import train
+from frugalrl.pipelines.cluster import default_placement
+from frugalrl.pipelines.stages import evaluate_and_register_pipeline, pretrained_input
 from kfp import dsl
 
 from frugalrl import pretraining
 from frugalrl.config import ExperimentConfig
 from frugalrl.pretraining import PretrainStage
-from frugalrl.pipelines.cluster import default_placement
-from frugalrl.pipelines.stages import evaluate_and_register_pipeline, pretrained_input
 
 DESCRIPTION = "Train a policy, evaluate it over fixed seeds, register it in MLflow."
 # A training pipeline's config is a run-time parameter, so its steps cannot know at compile time whether it

@@ -18,13 +18,13 @@ from .conftest import REPO
 BENCH = REPO / "benchmarks"
 DOC = REPO / "docs" / "benchmarks.md"
 
-# script -> (its --report-only arguments beyond --report-only --check, the doc sections it renders)
+# script (and what sets an invocation apart) -> (its --report-only arguments beyond --report-only --check, the doc
+# sections it renders)
 RENDERERS = {
     "env_throughput.py": ([], ["env_throughput"]),
-    "ppo_vs_sb3.py": (
-        ["--env", "CartPole-v1", "LunarLander-v3", "HalfCheetah-v5"],
-        ["ppo_vs_sb3", "ppo_vs_sb3_lunarlander", "ppo_vs_sb3_halfcheetah"],
-    ),
+    "ppo_vs_sb3.py": (["--env", "CartPole-v1", "LunarLander-v3"], ["ppo_vs_sb3", "ppo_vs_sb3_lunarlander"]),
+    # its rows ran at 100k env steps; at the script's default budget (1M) --report-only skips the env
+    "ppo_vs_sb3.py HalfCheetah-v5": (["--env", "HalfCheetah-v5", "--timesteps", "100000"], ["ppo_vs_sb3_halfcheetah"]),
     "ppo_time_breakdown.py": ([], ["ppo_time_breakdown"]),
     "ppo_step_micro.py": ([], ["ppo_step_micro"]),
     "pivot_vs_ppo.py": ([], ["pivot_vs_ppo"]),
@@ -58,11 +58,12 @@ SCRIPTS = [pytest.param(s, marks=pytest.mark.slow) if s == "ledger.py" else s fo
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_the_doc_section_is_what_the_kept_rows_render(script, monkeypatch, capsys):
-    """``script --report-only --check``, in this process (torch is imported once for all scripts)."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    monkeypatch.setattr(sys, "argv", [str(BENCH / script), "--report-only", "--check", *RENDERERS[script][0]])
+    """``python -m benchmarks.<script> --report-only --check``, in this process (torch is imported once for all
+    scripts); under ``-m``, ``sys.argv[0]`` is the module's file."""
+    module = script.split()[0].removesuffix(".py")
+    monkeypatch.setattr(sys, "argv", [str(BENCH / f"{module}.py"), "--report-only", "--check", *RENDERERS[script][0]])
     try:
-        runpy.run_path(str(BENCH / script), run_name="__main__")
+        runpy.run_module(f"benchmarks.{module}", run_name="__main__")
     except SystemExit as exc:
         if exc.code not in (None, 0):
             pytest.fail(str(exc.code))
@@ -74,12 +75,11 @@ def test_every_section_of_the_doc_has_a_renderer():
     assert sections == rendered, f"not rendered: {sorted(sections - rendered)}; missing: {sorted(rendered - sections)}"
 
 
-def test_rliable_gets_the_runs_the_equal_cpu_table_compares(monkeypatch):
+def test_rliable_gets_the_runs_the_equal_cpu_table_compares():
     """Each game with 3 runs or more alone; all games together only for a contender on every game, its first
     n seeds on each (n the fewest), human-normalised: rliable takes a runs x games matrix."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    from latent_vs_pixel import human_normalised
-    from rliable_check import ALL_GAMES, matrices
+    from benchmarks._atari import human_normalised
+    from benchmarks.rliable_check import ALL_GAMES, matrices
 
     def rows(game, variant, scores):
         return [{"game": game, "variant": variant, "seed": i + 1, "score": s} for i, s in enumerate(scores)]
@@ -95,9 +95,8 @@ def test_rliable_gets_the_runs_the_equal_cpu_table_compares(monkeypatch):
     assert found[boxing, "stages"] == [[1.0], [2.0], [3.0]]
 
 
-def test_the_curriculum_line_names_the_difference_and_what_it_shows(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    from atari_equal_cpu import curriculum_lines
+def test_the_curriculum_line_names_the_difference_and_what_it_shows():
+    from benchmarks._equal_cpu import curriculum_lines
 
     def runs(*scores):
         return [{"score": s} for s in scores]
@@ -112,11 +111,10 @@ def test_the_curriculum_line_names_the_difference_and_what_it_shows(monkeypatch)
     assert curriculum_lines({(game, "real"): runs(1.0, 2.0, 3.0)}, [game]) == []
 
 
-def test_the_demo_game_section_says_which_contender_is_ahead_and_by_what(monkeypatch):
+def test_the_demo_game_section_says_which_contender_is_ahead_and_by_what():
     """The demo's game at equal CPU: a contender is called ahead of pixel PPO only when the intervals are apart."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    from atari_equal_cpu import contender_table
-    from demo_game_equal_cpu import DESCRIPTIONS, verdict_lines
+    from benchmarks._equal_cpu import contender_table
+    from benchmarks.demo_game_equal_cpu import DESCRIPTIONS, verdict_lines
 
     game = "ALE/RoadRunner-v5"
 
@@ -140,8 +138,7 @@ def test_the_demo_game_section_says_which_contender_is_ahead_and_by_what(monkeyp
 
 def test_the_ledger_derives_the_latent_cost_from_the_equal_cpu_runs(monkeypatch):
     """Issue 31: the RLVR cost row comes from the equal-CPU rows once the curriculum has some, per real step."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    import ledger
+    from benchmarks import ledger
 
     def row(variant, seed, steps, flops):
         return {
@@ -155,7 +152,7 @@ def test_the_ledger_derives_the_latent_cost_from_the_equal_cpu_runs(monkeypatch)
             "real_steps": steps,
             "train_cpu_s": 1200.0,
             "per_run_flops": flops,
-            "command": "python benchmarks/atari_equal_cpu.py",
+            "command": "python -m benchmarks.atari_equal_cpu",
         }
 
     pixel_only = [row("pixel", 1, 300_000, 6e13), row("real", 1, 1_500_000, 3e13)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 
 import pytest
@@ -19,10 +20,8 @@ BENCH = REPO / "benchmarks"
 
 
 @pytest.fixture
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    import _harness
-    import _report
+def bench():
+    from benchmarks import _harness, _report
 
     return _harness, _report
 
@@ -71,6 +70,21 @@ def test_paired_differences(bench):
     assert math.isnan(report.paired_difference([]).of_medians)
 
 
+def test_a_run_names_its_command_as_python_m_and_a_row_kept_before_is_shown_so_too(bench, monkeypatch):
+    """Under ``-m``, ``sys.argv[0]`` is the module's file: the row says ``python -m benchmarks.x``. A row kept
+    before benchmarks/ became a package says ``python benchmarks/x.py``: kept so, shown as it is typed today."""
+    _, report = bench
+    monkeypatch.setattr("sys.argv", [str(report.REPO_ROOT / "benchmarks" / "fusion.py"), "--seeds", "3"])
+    assert report.command_line() == "python -m benchmarks.fusion --seeds 3"
+    old = "python benchmarks/atari_equal_cpu.py --seeds 1 --encoder benchmarks/artifacts/atari-shared-encoder"
+    today = "python -m benchmarks.atari_equal_cpu --seeds 1 --encoder benchmarks/artifacts/atari-shared-encoder"
+    assert report.as_run_today(old) == today and report.as_run_today(today) == today
+    rows = [{"command": old, "timestamp": "1", "batch": "a"}, {"command": "python -m benchmarks.atari_equal_cpu",
+                                                               "timestamp": "2", "batch": "b"}]  # fmt: skip
+    shown = report.rows_lines(rows, report.RESULTS_DIR / "atari_equal_cpu.jsonl")[0]
+    assert shown == f"- command: `python -m benchmarks.atari_equal_cpu`, `{today}`"
+
+
 def test_ratio_cells_of_returns_only_divide_positive_figures(bench):
     _, report = bench
     assert report.ratio_cells([2.0, 4.0], [1.0, 2.0]) == ("2.00", "2.00 (2.00-2.00)")
@@ -113,20 +127,21 @@ def test_measure_keeps_one_row_per_run_in_the_order_of_the_jobs(bench, tmp_path,
 
 
 def test_a_worker_runs_in_its_own_process_and_hands_back_json(bench, tmp_path):
+    """``python -m MODULE``: a module in ``cwd`` here; the repository root last on its path, for ``benchmarks``."""
     harness, _ = bench
-    script = tmp_path / "worker.py"
-    script.write_text(
+    (tmp_path / "bench_worker.py").write_text(
         "import json, os, sys\n"
         "args = sys.argv[1:]\n"
         "if args[0] == 'fail':\n"
         "    print('what went wrong'); sys.exit(3)\n"
-        "json.dump({'pid': os.getpid(), 'arg': args[0], 'env': os.environ.get('BENCH_X')},"
-        " open(args[args.index('--result') + 1], 'w'))\n"
+        "json.dump({'pid': os.getpid(), 'arg': args[0], 'env': os.environ.get('BENCH_X'),"
+        " 'path': os.environ['PYTHONPATH']}, open(args[args.index('--result') + 1], 'w'))\n"
     )
-    result = harness.worker(script, ["ok"], env={"BENCH_X": "1"})
-    assert result["arg"] == "ok" and result["env"] == "1" and result["pid"] != __import__("os").getpid()
+    result = harness.worker("bench_worker", ["ok"], env={"BENCH_X": "1", "PYTHONPATH": "/elsewhere"}, cwd=tmp_path)
+    assert result["arg"] == "ok" and result["env"] == "1" and result["pid"] != os.getpid()
+    assert result["path"].split(os.pathsep) == ["/elsewhere", str(REPO)]
     with pytest.raises(RuntimeError, match="what went wrong"):
-        harness.worker(script, ["fail"])
+        harness.worker("bench_worker", ["fail"], cwd=tmp_path)
 
 
 def test_a_failed_frugalrl_command_raises_with_its_log(bench, tmp_path):
@@ -217,7 +232,7 @@ def _peft_rows(returns: dict[str, list[float]], seeds: int = 3) -> list[dict]:
             "source_steps": 1000, "source_return": 100.0, "source_train_flops": 1e6, "source_train_s": 100.0,
             "targets": ["heavy", "light"], "methods": [m for m in returns if m not in ("none", "scratch")],
             "contenders": list(returns), "seeds": seeds, "steps": 500, "warmup_steps": 50, "eval_episodes": 10,
-            "expected_runs": 2 * len(returns) * seeds, "command": "python benchmarks/peft_methods.py",
+            "expected_runs": 2 * len(returns) * seeds, "command": "python -m benchmarks.peft_methods",
             "batch": "b1"}  # fmt: skip
     rows = []
     for target in head["targets"]:
@@ -233,36 +248,34 @@ def _peft_rows(returns: dict[str, list[float]], seeds: int = 3) -> list[dict]:
 
 
 def test_peft_claims_come_from_the_kept_runs_and_wait_for_a_complete_table(bench):
-    import peft_methods
+    from benchmarks import _peft, peft_methods
 
     returns = {"full": [100, 110, 120], "lora": [118, 119, 121], "adapter": [60, 70, 80], "bitfit": [100, 101, 102],
                "none": [40, 40, 40], "scratch": [10, 20, 30]}  # fmt: skip
-    rows = peft_methods.contest_rows(_peft_rows(returns))
-    measured, evidence, verdict = peft_methods.claim_finding(rows, "lora")
+    rows = _peft.contest_rows(_peft_rows(returns))
+    measured, evidence, verdict = _peft.claim_finding(rows, "lora")
     assert verdict == "confirmed" and "108% of full" in measured and "1.00% of the source's" in measured
     assert "36 of 36 runs kept" in evidence
-    assert peft_methods.claim_finding(rows, "adapter")[2] == (  # 64% of full at 1% of the cost: claimed 95% at 2.8%
+    assert _peft.claim_finding(rows, "adapter")[2] == (  # 64% of full at 1% of the cost: claimed 95% at 2.8%
         "refuted (the score holds on 0 of 2 targets, the cost on 2 of 2)"
     )
-    measured, _, verdict = peft_methods.claim_finding(rows, "best")
+    measured, _, verdict = _peft.claim_finding(rows, "best")
     assert verdict == "confirmed" and "heavy: LoRA ranks 1 of 3" in measured  # [118, 121] above bitfit's [100, 102]
     close = {**returns, "bitfit": [117, 119, 122]}
-    assert peft_methods.claim_finding(peft_methods.contest_rows(_peft_rows(close)), "best")[2].startswith(
-        "not separated"
-    )
+    assert _peft.claim_finding(_peft.contest_rows(_peft_rows(close)), "best")[2].startswith("not separated")
     gone = {("light", "scratch", 1), ("light", "scratch", 2), ("light", "scratch", 3), ("light", "bitfit", 3)}
     partial = [r for r in _peft_rows(returns) if (r["run"]["target"], r["run"]["method"], r["run"]["seed"]) not in gone]
-    partial = peft_methods.contest_rows(partial)
-    assert peft_methods.claim_finding(partial, "lora")[2] == "confirmed"  # its runs and full's are complete
-    assert peft_methods.claim_finding(partial, "bitfit")[2].startswith("not yet measured")
-    assert peft_methods.claim_finding(partial, "best")[2].startswith("not yet measured")
+    partial = _peft.contest_rows(partial)
+    assert _peft.claim_finding(partial, "lora")[2] == "confirmed"  # its runs and full's are complete
+    assert _peft.claim_finding(partial, "bitfit")[2].startswith("not yet measured")
+    assert _peft.claim_finding(partial, "best")[2].startswith("not yet measured")
     text = peft_methods.report(partial)
     assert "runs kept: 32 of 36; not yet run: light/scratch" in text
     assert "| heavy | lora | 3 | 119.0 [118.0, 121.0] | 108.2 | 112.9 | 300 |" in text
 
 
 def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh(bench, tmp_path):
-    import peft_methods
+    from benchmarks import _peft, peft_methods
     from frugalrl.peft.table import RUN_FIELDS, write_csv
 
     csv_path, results = tmp_path / "peft_runs.csv", tmp_path / "rows.jsonl"
@@ -274,13 +287,13 @@ def test_peft_rows_are_kept_once_as_runs_finish_and_a_newer_source_starts_afresh
     rows = bench[1].read_rows(results)
     assert len(rows) == 1 and rows[0]["run"]["curve"] == [[3, 1.0]]
     newer = {**rows[0], "source_sha256": "t", "run": {**rows[0]["run"], "seed": 2}}
-    assert peft_methods.contest_rows([*rows, newer]) == [newer]
+    assert _peft.contest_rows([*rows, newer]) == [newer]
 
 
 def test_the_kept_peft_source_is_a_sac_run_of_the_comparison_s_task(bench):
     """The source in benchmarks/artifacts is what every session fine-tunes: it loads, it is a SAC run on the
     config's env with the config's network, and it passes the comparison's own bar on the unchanged task."""
-    import peft_methods
+    from benchmarks import peft_methods
     from frugalrl.config import load_config
     from frugalrl.peft.source import load_source
 

@@ -201,8 +201,8 @@ def test_a_build_that_reaches_no_registry_names_the_local_base():
 def test_a_step_container_that_fails_fast_is_a_failure_not_a_success(monkeypatch):
     """kfp.local (2.17) reads a container's exit code after ``auto_remove`` may have removed it, and then
     says 0; the runner frugalrl installs keeps the container until its code is read."""
-    from kfp.local import docker_task_handler
     from frugalrl.pipelines.containers import docker_runner, run_container_and_wait
+    from kfp.local import docker_task_handler
 
     class Container:
         removed = False

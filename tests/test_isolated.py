@@ -49,8 +49,8 @@ def test_a_stage_keeps_its_declared_outputs_only(tmp_path, monkeypatch):
 def test_isolated_runs_keep_a_local_stores_artifacts_outside_the_stage_sandboxes(tmp_path, monkeypatch):
     """With a sqlite store, an experiment created inside a stage would keep its artifacts in that
     stage's deleted sandbox; the runner creates the experiments first, under the caller's mlruns."""
-    from mlflow import MlflowClient
     from frugalrl.pipelines.local import _pin_artifact_root
+    from mlflow import MlflowClient
 
     monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'store.db'}"

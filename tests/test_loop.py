@@ -213,23 +213,21 @@ def test_train_does_not_import_the_cli_and_python_m_frugalrl_runs_it():
     assert proc.returncode == 0 and "--resume" in proc.stdout
 
 
-EQUIVALENCE = REPO / "benchmarks" / "summary_equivalence.py"
 RECORDING = REPO / "benchmarks" / "results" / "summary_equivalence_baseline.json"
+# run as typed from the repository root (its cwd): ``python -m benchmarks.summary_equivalence --check ...``
+CHECK = [sys.executable, "-m", "benchmarks.summary_equivalence", "--check", str(RECORDING)]
 
 
 def _equivalence_module():
-    import importlib.util
+    from benchmarks import summary_equivalence
 
-    spec = importlib.util.spec_from_file_location("summary_equivalence", EQUIVALENCE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return summary_equivalence
 
 
 @pytest.mark.slow  # about a minute on one core: six short training runs
 def test_summaries_match_the_recorded_baseline():
     """The deterministic figures of short runs equal the recorded ones, on any host (see the script's docstring)."""
-    proc = subprocess.run([sys.executable, str(EQUIVALENCE), "--check", str(RECORDING)], capture_output=True, text=True)
+    proc = subprocess.run(CHECK, capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -282,9 +280,6 @@ def test_the_check_fails_for_a_count_a_config_hash_or_a_flop_count_that_moved():
 )
 def test_the_check_fails_for_a_real_change_of_the_run(change):
     sets = [arg for item in change for arg in ("--set", item)]
-    proc = subprocess.run(
-        [sys.executable, str(EQUIVALENCE), "--check", str(RECORDING), "--only", "cartpole-ppo", *sets],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    proc = subprocess.run([*CHECK, "--only", "cartpole-ppo", *sets], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "cartpole-ppo" in proc.stdout and "DIFFERS" in proc.stdout

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kfp import compiler
 from frugalrl.pipelines.training import pipeline_for, pipeline_kind
+from kfp import compiler
 
 import frugalrl.pretraining
 from frugalrl import pretraining

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-from kfp import compiler
 from frugalrl.pipelines.training import build_training_pipeline, peft_pipeline, pipeline_for, training_pipeline
+from kfp import compiler
 
 from frugalrl import pretraining
 from frugalrl.ops.profiles import Resources

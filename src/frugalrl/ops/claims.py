@@ -33,16 +33,16 @@ class SeedClaim:
     recipe: str  # what rebuilds the ledger's verdict from a fresh clone ("-": nothing here can)
 
 
-_PIVOT = "python benchmarks/pivot_vs_ppo.py --seeds 5 --write"
+_PIVOT = "python -m benchmarks.pivot_vs_ppo --seeds 5 --write"
 # the shared encoder build the equal-CPU rows used, kept in the repository
 _ENCODER = "mkdir -p runs/encoders && cp -r benchmarks/artifacts/atari-shared-encoder runs/encoders/encoder"
-_LATENT = ("python benchmarks/latent_vs_pixel.py --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 "
+_LATENT = ("python -m benchmarks.latent_vs_pixel --games ALE/Breakout-v5 ALE/Pong-v5 --held-out ALE/Boxing-v5 "
            "--seeds 3 --steps 100000 --write")  # fmt: skip
-_EQUAL_CPU = (f"{_ENCODER} && python benchmarks/atari_equal_cpu.py --games ALE/Boxing-v5 ALE/Breakout-v5 "
+_EQUAL_CPU = (f"{_ENCODER} && python -m benchmarks.atari_equal_cpu --games ALE/Boxing-v5 ALE/Breakout-v5 "
               "ALE/Pong-v5 --variants pixel real stages --seeds 1 2 3 4 5 --cpu-budget-s 1200 "
               "--encoder runs/encoders/encoder --write")  # fmt: skip
-_PEFT = "python benchmarks/peft_methods.py --workers 2 --stop-after-s 3000 --write"
-_RMT = ("python benchmarks/rmt_ablation.py --envs LunarLander-v3 --steps 100000 --seeds 5 "
+_PEFT = "python -m benchmarks.peft_methods --workers 2 --stop-after-s 3000 --write"
+_RMT = ("python -m benchmarks.rmt_ablation --envs LunarLander-v3 --steps 100000 --seeds 5 "
         "--variants plain +replay +meta --no-peers --workers 2 --write")  # fmt: skip
 _GPU = "-"  # needs GPUs: nothing on a CPU machine rebuilds it
 
@@ -52,22 +52,22 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
                             "40-60% less time, >= 98% task completion", _PIVOT),
     "pivot_evaluator_share": SeedClaim("PivotRL", "evaluator overhead", "< 5% of the main model's compute", _PIVOT),
     "pivot_cartpole": SeedClaim("PivotRL", "CartPole compute cut at the same score", "52% less, 97.8 vs 98.3%",
-                                "python benchmarks/pivot_vs_ppo.py --env CartPole-v1 --seeds 5 --write"),
+                                "python -m benchmarks.pivot_vs_ppo --env CartPole-v1 --seeds 5 --write"),
     "pivot_lunarlander": SeedClaim("PivotRL", "LunarLander compute cut at the same score", "48% less, 88.7 vs 89.2%",
-                                   "python benchmarks/pivot_vs_ppo.py --env LunarLander-v3 --seeds 3 --write"),
+                                   "python -m benchmarks.pivot_vs_ppo --env LunarLander-v3 --seeds 3 --write"),
     "pivot_mountaincar": SeedClaim("PivotRL", "MountainCar compute cut at the same score", "55% less, 94.3 vs 95.1%",
-                                   "python benchmarks/pivot_vs_ppo.py --env MountainCar-v0 --seeds 5 --write"),
+                                   "python -m benchmarks.pivot_vs_ppo --env MountainCar-v0 --seeds 5 --write"),
     "pivot_overall": SeedClaim("PivotRL", "importance sampling overall",
                                "about 45% less compute, < 2% performance loss", _PIVOT),
     "pivot_vs_random": SeedClaim(
         "PivotRL", "the evaluator picks the samples that matter",
         "its choice keeps the return (implied: better than a random skip of the same size)",
-        "python benchmarks/selection_signals.py --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write"),
+        "python -m benchmarks.selection_signals --envs LunarLander-v3 BipedalWalker-v3 --seeds 5 --write"),
     "pivot_transfer": SeedClaim("PivotRL", "evaluator transfer speeds training up",
                                 "+35% (CartPole -> MountainCar), < 1000 fine-tuning steps",
-                                "python benchmarks/pivot_transfer.py --seeds 5 --write"),
+                                "python -m benchmarks.pivot_transfer --seeds 5 --write"),
     "pivot_pretrain": SeedClaim("PivotRL", "evaluator pretraining steadies the start", "+30% early stability",
-                                "python benchmarks/pivot_pretrained.py --seeds 5 --write"),
+                                "python -m benchmarks.pivot_pretrained --seeds 5 --write"),
     "pivot_nodes": SeedClaim("PivotRL", "8-node distributed efficiency", "4.2x", "-"),
     "pivot_mixed_precision": SeedClaim("PivotRL", "mixed precision", "-40% memory, +25% speed", _GPU),
     # RLVR
@@ -76,11 +76,11 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
                                   "cost cut to 2% at the same score", _EQUAL_CPU),
     "latent_demo_game": SeedClaim(
         "RLVR", "the same, on the demo's game", "cost cut to 2% at the same score",
-        "python benchmarks/demo_game_equal_cpu.py --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu --write"),
+        "python -m benchmarks.demo_game_equal_cpu --seeds 1 2 3 4 5 --workdir runs/demo_game_equal_cpu --write"),
     "latent_compression": SeedClaim("RLVR", "84x84 frames to a 32-dim latent", "98.6% less data",
                                     "arithmetic on latent.latent_dim: 32 (configs/breakout-latent.yaml)"),
     "latent_psnr": SeedClaim("RLVR", "encoder reconstruction", "PSNR > 30 dB",
-                             "python benchmarks/latent_encoders.py --updates 3000 --write"),
+                             "python -m benchmarks.latent_encoders --updates 3000 --write"),
     "latent_size": SeedClaim("RLVR", "latent size", "little gain beyond 64 dims", "-"),
     "latent_transfer": SeedClaim("RLVR", "a Breakout encoder gives Pong a head start", "human-level first score",
                                  _LATENT),
@@ -98,14 +98,14 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
     "rmt_meta": SeedClaim("RMT", "meta-controller", "Pendulum return +37%", _RMT),
     "rmt_fusion": SeedClaim(
         "RMT", "top-k gradient fusion", "75% less communication",
-        "python benchmarks/fusion.py --envs CartPole-v1 --seeds 3 --steps 50000 --eval-episodes 10 --write"),
+        "python -m benchmarks.fusion --envs CartPole-v1 --seeds 3 --steps 50000 --eval-episodes 10 --write"),
     "rmt_distributed": SeedClaim("RMT", "distributed efficiency", "2.8x, -61% GPU-hours on MuJoCo", _GPU),
     "rmt_fractal": SeedClaim("RMT", "fractal residual block", "CartPole convergence +40% against ResNet",
-                             "python benchmarks/fractal_vs_residual.py --envs CartPole-v1 --seeds 5 --write"),
+                             "python -m benchmarks.fractal_vs_residual --envs CartPole-v1 --seeds 5 --write"),
     "rmt_exploration": SeedClaim("RMT", "Boltzmann + epsilon exploration",
                                  "3x milestone discovery on Montezuma's Revenge", "-"),
     "rmt_env_speed": SeedClaim("RMT", "vectorised env interface", "15 ms -> 2.3 ms per step (6.5x)",
-                               "python benchmarks/env_throughput.py --write"),
+                               "python -m benchmarks.env_throughput --write"),
     "rmt_returns": SeedClaim("RMT", "1M-step returns",
                              "LunarLander 285 vs PPO 198 vs SAC 231; BipedalWalker 312; Breakout 452", "-"),
     "rmt_throughput": SeedClaim("RMT", "8x V100 throughput", "28k vs 12k steps/s, 94% GPU use", _GPU),
