@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -445,9 +446,33 @@ def doc_section(name: str, path: Path = DOC_PATH) -> str | None:
     return match.group(1) if match else None
 
 
+PROSE_WIDTH = 110  # a rendered paragraph or list item longer than this is wrapped (tables and code are not)
+_LIST_ITEM = re.compile(r"(\s*)([-*]|\d+\.) ")
+
+
+def wrap_prose(text: str, width: int = PROSE_WIDTH) -> str:
+    """``text`` with each long prose line wrapped at ``width`` columns; markdown renders it the same.
+
+    Table rows, headings, fenced code and indented lines stay as they are; a list item's continuation lines
+    are indented under its text. Code spans may break at a space (markdown reads the newline as one)."""
+    lines, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        item = _LIST_ITEM.match(line)
+        plain = not (fenced or line.startswith(("|", "#", "<", " ")) and not item)
+        if len(line) <= width or not plain:
+            lines.append(line)
+            continue
+        indent = " " * len(item.group(0)) if item else ""
+        lines += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
 def emit(name: str, text: str, args: argparse.Namespace, after: Sequence[str] = ()) -> None:
-    """Print the section; ``--write`` puts it into the doc (a new section after the first of ``after`` the doc
-    has, see ``write_section``); ``--check`` exits 1 unless the doc holds it."""
+    """Print the section (prose wrapped, ``wrap_prose``); ``--write`` puts it into the doc (a new section after
+    the first of ``after`` the doc has, see ``write_section``); ``--check`` exits 1 unless the doc holds it."""
+    text = wrap_prose(text)
     print(text)
     if getattr(args, "write", False):
         write_section(name, text, after=after)

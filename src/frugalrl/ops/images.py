@@ -28,6 +28,7 @@ from typing import Any
 
 from frugalrl import __version__
 from frugalrl.errors import FrugalError
+from frugalrl.extras import missing_extra
 from frugalrl.ops.image_context import (
     FLAVOR_PYTHON,
     git_output,
@@ -86,8 +87,8 @@ def docker_client(timeout: int = 600) -> Any:
     ``timeout``: seconds for any one API call (a build's is long; a ping's should not be)."""
     try:
         import docker
-    except ImportError:  # pragma: no cover - a dependency of frugalrl
-        raise ImageError("the docker package is missing; pip install 'docker>=7'") from None
+    except ModuleNotFoundError as exc:  # the pipelines extra's, not the core's
+        raise ImageError(missing_extra(exc) or str(exc)) from None
     where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     try:
         client = docker.from_env(timeout=timeout)
