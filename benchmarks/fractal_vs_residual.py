@@ -32,7 +32,7 @@ ENVS = {
     "CartPole-v1": {"config": "cartpole-dqn.yaml", "thresholds": [195.0, 475.0]},  # the first is the verdict's
     "LunarLander-v3": {"config": "lunarlander-rmt.yaml", "thresholds": [200.0]},
 }
-OFF = ["replay.kind=uniform", "meta.enabled=false", "dqn.exploration=epsilon", "score_stages.stages=[]"]
+OFF = ["replay.kind=uniform", "meta.kind=fixed", "dqn.exploration=epsilon", "score_stages.stages=[]"]
 CONTENDERS = {"fractal": "policy.block=fractal", "residual": "policy.block=residual", "plain": "policy.block=plain"}
 NAME = "fractal_vs_residual"
 

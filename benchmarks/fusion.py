@@ -31,7 +31,7 @@ def run(env: str, seed: int, variant: str, topk: float, steps: int, episodes: in
     out = root / f"{env}-{seed}-{variant}-{topk}"
     sets = [f"seed={seed}", f"ppo.total_timesteps={steps}", f"eval.episodes={episodes}"]
     if variant != "single":
-        # dense reads no share; its config hash counts it as 1.0, the share it sends (config/legacy.py)
+        # dense reads no share: it sends every entry
         share = [f"distributed.settings.share={topk}"] if variant == "topk" else []
         sets += ["distributed.workers=2", f"distributed.kind={variant}", *share]
     # threads as the config has them: the 2 gloo workers are 2 processes

@@ -1,6 +1,6 @@
 """PivotRL label definitions compared: how they agree, and how well an evaluator learns each.
 
-Collects one labelled dataset of baseline-PPO rollouts per env (``pivot.evaluator.pretrain_steps``
+Collects one labelled dataset of baseline-PPO rollouts per env (``selection.settings.evaluator.pretrain_steps``
 env steps, all three labels computed with the policy of each moment), then reports the Spearman
 correlation between the label definitions and, for each label, the held-out Spearman of an
 evaluator pretrained on it (``pretrain_epochs`` epochs, 80/20 split).
@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> list[dict]:
             learned = {}
             for kind in LABEL_KINDS:
                 config_k = load_config(
-                    _report.REPO_ROOT / "configs" / CONFIGS[env_id], ["tracking.enabled=false", f"pivot.label={kind}"]
+                    _report.REPO_ROOT / "configs" / CONFIGS[env_id],
+                    ["tracking.enabled=false", f"selection.settings.label={kind}"],
                 )
                 learned[kind] = pretrain_from_dataset(config_k, path)[1]["spearman"]
             return dict(env_id=env_id, config_hash=config.hash(), samples=info["samples"], agreement=agreement,

@@ -5,16 +5,18 @@ seeds reach eval >= 475 within 100k steps". It was written after PivotRL collaps
 pretrained evaluator (docs/production.md: eval 9.2 on two of three seeds) under the biased rule.
 
 1. One evaluator is pretrained: ``frugalrl pretrain evaluator --config configs/cartpole-pivot.yaml``
-   with ``pivot.evaluator.pretrain_steps=10000`` (baseline PPO, the config's seed), MLflow off, one
-   thread, written into a temporary directory (``--evaluator PATH`` uses a given one instead).
+   with ``selection.settings.evaluator.pretrain_steps=10000`` (baseline PPO, the config's seed), MLflow
+   off, one thread, written into a temporary directory (``--evaluator PATH`` uses a given one instead).
 2. For seeds 1..N, ``configs/cartpole-pivot.yaml`` trains from that evaluator
-   (``pivot.evaluator_from``), MLflow off, one thread, each run a fresh ``frugalrl train`` process,
-   in this order per seed:
+   (``selection.settings.evaluator_from``), MLflow off, one thread, each run a fresh ``frugalrl train``
+   process, in this order per seed:
 
-   * ``unbiased``   the config as is (kept samples packed into full minibatches, ``pivot.p_min`` 0.1);
-   * ``biased``     ``pivot.p_min=0``: the low band skipped (rank scores, packed);
-   * ``biased_mb``  (``--minibatch``) ``pivot.p_min=0``, ``selection.packing=minibatch``, ``pivot.score=raw``:
-                    the rule exactly as first built (thinned minibatches, as many optimizer steps as PPO).
+   * ``unbiased``   the config as is (kept samples packed into full minibatches,
+                    ``selection.settings.p_min`` 0.1);
+   * ``biased``     ``selection.settings.p_min=0``: the low band skipped (rank scores, packed);
+   * ``biased_mb``  (``--minibatch``) ``selection.settings.p_min=0``, ``selection.packing=minibatch``,
+                    ``selection.settings.score=raw``: the rule exactly as first built (thinned minibatches,
+                    as many optimizer steps as PPO).
 
 Reported per variant: the eval return of every seed (20 deterministic episodes), seeds >= 475, the median,
 pivot's kept fraction (``backward_samples / (real_env_steps * update_epochs)``, update_epochs from the
@@ -55,13 +57,14 @@ AFTER = ("pivot_vs_ppo",)
 ENV_ID = "CartPole-v1"
 VARIANTS = {
     "unbiased": [],
-    "biased": ["pivot.p_min=0"],
-    "biased_mb": ["pivot.p_min=0", "selection.packing=minibatch", "pivot.score=raw"],
+    "biased": ["selection.settings.p_min=0"],
+    "biased_mb": ["selection.settings.p_min=0", "selection.packing=minibatch", "selection.settings.score=raw"],
 }
 DESCRIPTIONS = {
     "unbiased": "`unbiased`: the config as is",
-    "biased": "`biased`: `pivot.p_min=0`",
-    "biased_mb": "`biased_mb`: `pivot.p_min=0`, `selection.packing=minibatch`, `pivot.score=raw` (as first built)",
+    "biased": "`biased`: `selection.settings.p_min=0`",
+    "biased_mb": "`biased_mb`: `selection.settings.p_min=0`, `selection.packing=minibatch`, "
+    "`selection.settings.score=raw` (as first built)",
 }
 THRESHOLD = 475.0
 TARGET_SEEDS = 5
@@ -81,7 +84,7 @@ def pretrain(common: dict, steps: int, workdir: Path, results: Path) -> dict:
 
     def figures(out: Path) -> dict:
         run = _harness.cli(["pretrain", "evaluator", "--config", CONFIG, "--out", out], out,
-                           [f"pivot.evaluator.pretrain_steps={steps}"])  # fmt: skip
+                           [f"selection.settings.evaluator.pretrain_steps={steps}"])  # fmt: skip
         summary = run.summary
         return {"env": ENV_ID, "config": str(CONFIG.relative_to(_report.REPO_ROOT)), "variant": "pretrain",
                 "seed": summary.get("seed"), "overrides": run.sets, "pretrain_steps": steps,
@@ -106,7 +109,7 @@ def run_all(args: argparse.Namespace, common: dict, workdir: Path) -> None:
 
     def figures(job: tuple[int, str]) -> dict:
         seed, variant = job
-        overrides = [f"seed={seed}", *scale, f"pivot.evaluator_from={evaluator}", *VARIANTS[variant]]
+        overrides = [f"seed={seed}", *scale, f"selection.settings.evaluator_from={evaluator}", *VARIANTS[variant]]
         row = run_figures(ENV_ID, CONFIG, seed, variant, overrides, workdir, evaluator_info)
         epochs = row["settings"]["ppo"]["update_epochs"]
         return {**row, "kept_fraction": row["backward_samples"] / (row["real_env_steps"] * epochs)}
@@ -202,8 +205,8 @@ def render(rows: list[dict], results: Path) -> str:
         f"- training: `{first['config']}` ({timesteps:,} env steps, {settings['num_envs']} envs x "
         f"{settings['ppo']['num_steps']} steps, minibatch {settings['ppo']['batch_size']}, "
         f"{settings['ppo']['update_epochs']} epochs; pivot min_full_fraction {', '.join(map(str, min_full))}) with "
-        "`pivot.evaluator_from=<that evaluator>`, MLflow off, one torch thread, each run a fresh `frugalrl train` "
-        "process; per seed in the order of the table.",
+        "`selection.settings.evaluator_from=<that evaluator>`, MLflow off, one torch thread, each run a fresh "
+        "`frugalrl train` process; per seed in the order of the table.",
         "- eval return: 20 deterministic episodes on fixed seeds (`summary.json` `eval_mean`); kept fraction: "
         "`backward_samples / (real_env_steps * update_epochs)`, warm-up included; train wall-clock: `wall_s - "
         "eval_s` (agent construction, rollouts, updates, evaluator work, checkpoints, policy export).",

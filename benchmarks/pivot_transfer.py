@@ -2,7 +2,7 @@
 
 One CartPole evaluator is pretrained (``frugalrl pretrain evaluator``, seed 1, MLflow off). Then for
 every seed, side by side, Acrobot-v1 trains with PivotRL twice: once starting from that evaluator
-(``pivot.evaluator_from``; CartPole has 4 features and Acrobot 6, so the hidden layers transfer and
+(``selection.settings.evaluator_from``; CartPole has 4 features and Acrobot 6, so the hidden layers transfer and
 the input layer is re-initialised) and once from a fresh evaluator. Reported: env steps until the
 mean training return of the last 100 episodes first reaches the target (-100), final eval return,
 and backward samples.
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         evaluator, pretrained = pretraining.out, pretraining.summary
         shared = {"evaluator_spearman": pretrained["spearman"], "evaluator_flops": pretrained["total_flops"]}
         budget = [f"ppo.total_timesteps={args.timesteps}"] if args.timesteps else []
-        extra = {"transfer": [f"pivot.evaluator_from={evaluator}"], "scratch": []}
+        extra = {"transfer": [f"selection.settings.evaluator_from={evaluator}"], "scratch": []}
 
         def figures(job: tuple[int, str]) -> dict:
             seed, variant = job

@@ -6,17 +6,18 @@ For every (env, seed) the script trains these variants, strictly in this order, 
 1. ``ppo``       baseline PPO (``selection.kind=all``);
 2. ``pivot``     PivotRL as the env's ``configs/*-pivot.yaml`` ships it: the kept samples of the update
                  packed into full-size minibatches (``selection.packing=rollout``, fewer optimizer steps)
-                 and the unbiased low band (``pivot.p_min`` 0.1: a sample scored under ``low`` is kept with
+                 and the unbiased low band (``selection.settings.p_min`` 0.1: a sample scored under ``low`` is kept with
                  probability p_min and weight 1/p_min);
 3. ``pivot_mb``  the rule as first built, for comparison: PPO's minibatches each thinned
                  (``selection.packing=minibatch``, as many optimizer steps as PPO), the low band skipped
-                 (``pivot.p_min=0``, biased) and thresholds on raw scores (``pivot.score=raw``);
+                 (``selection.settings.p_min=0``, biased) and thresholds on raw scores
+                 (``selection.settings.score=raw``);
 4. ``random``    control (a): a uniform random subset, packed (``selection.kind=random``,
-                 ``selection.packing=rollout``), ``selection.keep_fraction`` = pivot's backward samples /
+                 ``selection.packing=rollout``), ``selection.settings.keep_fraction`` = pivot's backward samples /
                  PPO's backward samples of the same seed;
 5. ``epochs``    control (b): fewer passes over the data, the last one fractional (``selection.kind=epochs``),
                  the same ``keep_fraction``;
-6. ``pivot_adv`` (``--labels``) ``pivot`` with the ``|advantage|`` label (``pivot.label=advantage``).
+6. ``pivot_adv`` (``--labels``) ``pivot`` with the ``|advantage|`` label (``selection.settings.label=advantage``).
 
 So the controls are matched to pivot on backward samples and (nearly) on optimizer steps, not on a
 rounded epoch count: the question is whether choosing *which* states get compute matters.
@@ -107,14 +108,14 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, common: dict, wo
 
     base = run("ppo", ["selection.kind=all"])
     pivot = run("pivot", [])
-    run("pivot_mb", ["selection.packing=minibatch", "pivot.p_min=0", "pivot.score=raw"])
+    run("pivot_mb", ["selection.packing=minibatch", "selection.settings.p_min=0", "selection.settings.score=raw"])
     kept = min(1.0, max(1e-4, pivot["backward_samples"] / base["backward_samples"]))
     matched = {"keep_fraction": kept}
-    run("random", ["selection.kind=random", f"selection.keep_fraction={kept:.4f}", "selection.packing=rollout"],
-        matched)  # fmt: skip
-    run("epochs", ["selection.kind=epochs", f"selection.keep_fraction={kept:.4f}"], matched)
+    run("random", ["selection.kind=random", f"selection.settings.keep_fraction={kept:.4f}",
+                   "selection.packing=rollout"], matched)  # fmt: skip
+    run("epochs", ["selection.kind=epochs", f"selection.settings.keep_fraction={kept:.4f}"], matched)
     if args.labels:
-        run("pivot_adv", ["pivot.label=advantage"])
+        run("pivot_adv", ["selection.settings.label=advantage"])
 
 
 # --------------------------------------------------------------------------- report
@@ -240,10 +241,10 @@ def render(rows: list[dict], results: Path) -> str:
         "- variants per (env, seed), in this order, each a fresh `frugalrl train` process (MLflow off, one torch "
         "thread), same seed and env steps: `ppo` (`selection.kind=all`); `pivot` (the env's `configs/*-pivot.yaml` "
         "as is: kept samples packed into full minibatches, unbiased low band); `pivot_mb` "
-        "(`selection.packing=minibatch`, `pivot.p_min=0`, `pivot.score=raw`: the rule as first built); "
-        "`random` and `epochs` (controls "
-        "(a) and (b), `selection.keep_fraction` = pivot's backward samples / PPO's of that seed; `random` packed "
-        "per rollout, `epochs` with a fractional last epoch); `pivot_adv` (`pivot.label=advantage`) where run.",
+        "(`selection.packing=minibatch`, `selection.settings.p_min=0`, `selection.settings.score=raw`: the rule "
+        "as first built); `random` and `epochs` (controls (a) and (b), `selection.settings.keep_fraction` = "
+        "pivot's backward samples / PPO's of that seed; `random` packed per rollout, `epochs` with a fractional "
+        "last epoch); `pivot_adv` (`selection.settings.label=advantage`) where run.",
         "- train wall-clock: `summary.json` `wall_s - eval_s` (cost meter started after the vector env is built; "
         "agent construction, rollouts, updates, evaluator work, checkpoints and policy export; final evaluation "
         "excluded). "

@@ -56,18 +56,26 @@ ENVS = {
     "Pendulum-v1": {"config": "pendulum-sac.yaml", "target": -200.0, "ppo": None},
     "BipedalWalker-v3": {"config": "bipedalwalker-rmt.yaml", "target": 300.0, "ppo": None},
 }
-OFF = ["replay.kind=uniform", "meta.enabled=false", "dqn.exploration=epsilon", "policy.block=plain",
+OFF = ["replay.kind=uniform", "meta.kind=fixed", "dqn.exploration=epsilon", "policy.block=plain",
        "score_stages.stages=[]"]  # fmt: skip
 PARTS = {
     "plain": [],
     "+replay": ["replay.kind=tiered"],
     "+per": ["replay.kind=prioritized"],
-    "+meta": ["meta.enabled=true"],
+    "+meta": ["meta.kind=rmt"],
     "+explore": ["dqn.exploration=boltzmann"],
     "+fractal": ["policy.block=fractal"],
-    "all": ["replay.kind=tiered", "meta.enabled=true", "dqn.exploration=boltzmann", "policy.block=fractal"],
+    "all": ["replay.kind=tiered", "meta.kind=rmt", "dqn.exploration=boltzmann", "policy.block=fractal"],
 }
 RESULTS = _report.RESULTS_DIR / "rmt_ablation.jsonl"
+
+
+def variant_overrides(variant: str) -> list[str]:
+    """``OFF`` and the variant's parts; a key a part sets is left out of ``OFF``, so a part the config has on
+    keeps the config's own settings (``--set meta.kind=fixed`` then ``meta.kind=rmt`` would drop its
+    ``meta.settings`` for the defaults)."""
+    switched_on = {part.split("=", 1)[0] for part in PARTS[variant]}
+    return [*(o for o in OFF if o.split("=", 1)[0] not in switched_on), *PARTS[variant]]
 
 
 def run_frugalrl(config: Path, overrides: list[str], workdir: Path, target: float) -> dict:
@@ -154,7 +162,7 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, results: list, w
         if (variant, seed) in kept and reproduced:
             print(f"{env_id:<16} seed {seed}  {variant:<13} reused from batch {kept[(variant, seed)]['batch']}")
             continue
-        overrides = [f"seed={seed}", *scale, *OFF, *PARTS[variant]]
+        overrides = [f"seed={seed}", *scale, *variant_overrides(variant)]
         if not discrete:
             overrides = [o for o in overrides if not o.startswith("dqn.")]
         row = run_frugalrl(config, overrides, workdir, spec["target"])

@@ -159,7 +159,7 @@ def test_the_end_says_when_the_run_ended_below_its_best(tmp_path):
     assert evaluator.below_best(200.0) is None
 
 
-def test_the_new_keys_keep_old_config_hashes_and_best_needs_evaluations():
+def test_the_eval_keys_at_their_defaults_hash_as_left_out_and_best_needs_evaluations():
     assert tiny_config().hash() == tiny_config(eval={"episodes": 4, "every_steps": 0, "policy": "last"}).hash()
     assert tiny_config().hash() != tiny_config(eval={"episodes": 4, "every_steps": 256}).hash()
     with pytest.raises(ConfigError, match="set eval.every_steps > 0"):

@@ -182,7 +182,7 @@ def test_a_cpu_budget_ends_training_and_every_row_carries_the_cpu_seconds(tmp_pa
     assert [r["cpu_s"] for r in rows] == sorted(r["cpu_s"] for r in rows)
     unbudgeted = train(tiny_config(), tmp_path / "plain", interactive=False)
     assert "stopped_by_cpu_budget" not in unbudgeted
-    assert tiny_config().hash() == tiny_config(cpu_budget_s=None).hash()  # old checkpoints keep their hash
+    assert tiny_config().hash() == tiny_config(cpu_budget_s=None).hash()  # the default, stated or not
 
 
 def test_the_cpu_budget_stops_at_the_first_update_past_it():

@@ -67,7 +67,7 @@ def test_every_part_off_is_plain_dqn_parameter_for_parameter(tmp_path):
     plain = dqn_config()
     parts_off = dqn_config(
         replay={"kind": "uniform"},
-        meta={"enabled": False, "interval": 3},
+        meta={"kind": "fixed"},
         dqn={"exploration": "epsilon", "temperature_bounds": (0.2, 0.5)},
         policy={"block": "plain"},
         score_stages={"stages": []},
@@ -85,7 +85,7 @@ def test_every_part_off_is_plain_dqn_parameter_for_parameter(tmp_path):
 
 def test_meta_controller_in_a_run_logs_its_values_and_explains_changes(tmp_path, capsys):
     config = dqn_config(
-        meta={"enabled": True, "interval": 2, "settle_tolerance": 10.0},  # always "settled": it must act
+        meta={"kind": "rmt", "settings": {"interval": 2, "settle_tolerance": 10.0}},  # always "settled": it must act
         dqn={"exploration": "boltzmann", "total_timesteps": 2000},
         score_stages={"stages": [{"threshold": 0.0, "gamma": 0.95}]},
     )
@@ -109,7 +109,7 @@ def test_lunarlander_rmt_config_reports_tiers_and_final_hyperparameters(tmp_path
 
     # the config ships tiered replay off (it measured a loss); switched on here to check its reporting
     overrides = ["dqn.total_timesteps=800", "dqn.learning_starts=200", "replay.capacity=2000", "eval.episodes=1",
-                 "tracking.enabled=false", "meta.interval=2", "replay.kind=tiered"]  # fmt: skip
+                 "tracking.enabled=false", "meta.settings.interval=2", "replay.kind=tiered"]  # fmt: skip
     summary = train(load_config(REPO / "configs" / "lunarlander-rmt.yaml", overrides), tmp_path / "run")
     for key in ("replay_hot_size", "replay_warm_size", "replay_cold_size", "replay_hot_threshold",
                 "replay_top10_share", "final_learning_rate", "final_gamma", "final_epsilon"):  # fmt: skip

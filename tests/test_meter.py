@@ -53,7 +53,7 @@ def test_absorbing_another_meter_keeps_each_phase_kind():
 
 def _pixel_breakout():
     config = breakout().to_dict()
-    config["latent"] = {"enabled": False}
+    config["rollout"], config["latent"] = {"kind": "real"}, {}
     config["policy"] = {"kind": "cnn"}
     config["name"] = "breakout-pixel-tiny"
     return validate_config(config, source="test")

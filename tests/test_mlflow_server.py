@@ -38,9 +38,9 @@ TEST_PROFILE = {
     "stages": {
         "train": {
             "config": "configs/cartpole-pivot.yaml",
-            "overrides": ["ppo.total_timesteps=2048", "ppo.update_epochs=2", "pivot.warmup_steps=512",
-                          "pivot.evaluator.pretrain_steps=1024", "eval.episodes=2", "name=server-test",
-                          "pivot.evaluator.champion_min_spearman=-1"],  # a test-budget evaluator may serve
+            "overrides": ["ppo.total_timesteps=2048", "ppo.update_epochs=2", "selection.settings.warmup_steps=512",
+                          "selection.settings.evaluator.pretrain_steps=1024", "eval.episodes=2", "name=server-test",
+                          "selection.settings.evaluator.champion_min_spearman=-1"],  # a test-budget evaluator may serve
             "model_name": "cartpole-policy",
         },
         # One tune worker: two workers sharing a study split the trials by timing (which one takes the

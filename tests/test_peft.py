@@ -364,10 +364,10 @@ def test_runs_keep_their_curves_and_old_rows_read_without_one(tmp_path):
     assert "curve" not in read_runs(tmp_path / "old.csv")[0]
 
 
-def test_references_are_strict_and_keep_old_config_hashes():
+def test_references_are_strict_and_at_their_default_hash_as_left_out():
     base = load_config(REPO / "configs" / "peft-quick.yaml", ["peft.references=[]"])
     data = base.to_dict()
-    del data["peft"]["references"]  # a config written before references existed
+    del data["peft"]["references"]  # a config that leaves them out gets the default, and its hash
     assert validate_config(data).hash() == base.hash()
     with pytest.raises(ConfigError, match="each reference once"):
         load_config(REPO / "configs" / "peft-quick.yaml", ["peft.references=[none, none]"])

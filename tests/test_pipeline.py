@@ -45,9 +45,9 @@ def test_pipeline_compiles_to_kubeflow_ir(tmp_path, capsys):
 
 
 # PivotRL at a test budget: a test-budget evaluator may serve whatever its ranking
-PIVOT_BUDGET = ["ppo.total_timesteps=2048", "ppo.update_epochs=2", "pivot.warmup_steps=512",
-                "pivot.evaluator.pretrain_steps=512", "pivot.evaluator.pretrain_epochs=2",
-                "pivot.evaluator.champion_min_spearman=-1.0"]  # fmt: skip
+PIVOT_BUDGET = ["ppo.total_timesteps=2048", "ppo.update_epochs=2", "selection.settings.warmup_steps=512",
+                "selection.settings.evaluator.pretrain_steps=512", "selection.settings.evaluator.pretrain_epochs=2",
+                "selection.settings.evaluator.champion_min_spearman=-1.0"]  # fmt: skip
 
 
 @pytest.mark.slow

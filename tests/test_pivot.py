@@ -99,7 +99,7 @@ def test_skipped_samples_get_no_gradient():
     from frugalrl.envs import make_vec_env
 
     config = tiny_config(
-        selection={"kind": "pivot"}, pivot={"warmup_steps": 0, "refresh_every_updates": 0, "p_min": 0.0}
+        selection={"kind": "pivot", "settings": {"warmup_steps": 0, "refresh_every_updates": 0, "p_min": 0.0}}
     )
     torch.manual_seed(0)
     env = make_vec_env(config.env)
@@ -133,7 +133,7 @@ def test_pivot_training_really_skips_backward_compute(tmp_path):
     from frugalrl.training import train
 
     base = train(tiny_config(), tmp_path / "base", interactive=False)
-    config = tiny_config(selection={"kind": "pivot"}, pivot={"warmup_steps": 256, "threshold_boost": 0.0})
+    config = tiny_config(selection={"kind": "pivot", "settings": {"warmup_steps": 256, "threshold_boost": 0.0}})
     pivot = train(config, tmp_path / "pivot", interactive=False)
     assert pivot["techniques"] == ["pivot"]
     assert pivot["real_env_steps"] == base["real_env_steps"]
@@ -146,7 +146,7 @@ def test_pivot_training_really_skips_backward_compute(tmp_path):
 def test_random_skip_control_keeps_its_fraction(tmp_path):
     from frugalrl.training import train
 
-    config = tiny_config(selection={"kind": "random", "keep_fraction": 0.25})
+    config = tiny_config(selection={"kind": "random", "settings": {"keep_fraction": 0.25}})
     summary = train(config, tmp_path / "run", interactive=False)
     assert summary["techniques"] == ["random_skip"]
     assert summary["backward_samples"] == pytest.approx(0.25 * summary["real_env_steps"] * 2, rel=0.01)
@@ -198,9 +198,9 @@ def test_bad_pivot_values_are_clear(tmp_path, capsys):
     from frugalrl.cli import main
 
     for data, fragment in [
-        ({"pivot": {"low": 0.9, "high": 0.8}}, "low <= high"),
-        ({"pivot": {"keep_prob": 0.0}}, "pivot.keep_prob = 0.0"),
-        ({"pivot": {"keep_prob": 1.5}}, "pivot.keep_prob = 1.5"),
+        ({"selection": {"kind": "pivot", "settings": {"low": 0.9, "high": 0.8}}}, "low <= high"),
+        ({"selection": {"kind": "pivot", "settings": {"keep_prob": 0.0}}}, "keep_prob: Input should be greater than 0"),
+        ({"selection": {"kind": "pivot", "settings": {"keep_prob": 1.5}}}, "keep_prob: Input should be less than"),
         ({"selection": {"kind": "magic"}}, "selection.kind = 'magic'"),
     ]:
         path = tmp_path / "bad.yaml"
@@ -266,9 +266,9 @@ def test_packed_pivot_runs_fewer_optimizer_steps(tmp_path):
 
     base = train(tiny_config(), tmp_path / "base", interactive=False)
     pivot = {"warmup_steps": 256, "threshold_boost": 0.0}
-    packed = train(tiny_config(selection={"kind": "pivot"}, pivot=pivot), tmp_path / "packed", interactive=False)
+    packed = train(tiny_config(selection={"kind": "pivot", "settings": pivot}), tmp_path / "packed", interactive=False)
     per_mb = train(
-        tiny_config(selection={"kind": "pivot", "packing": "minibatch"}, pivot=pivot),
+        tiny_config(selection={"kind": "pivot", "packing": "minibatch", "settings": pivot}),
         tmp_path / "per_minibatch",
         interactive=False,
     )
@@ -284,7 +284,7 @@ def test_fewer_epochs_control_matches_a_fractional_budget(tmp_path):
     control = FewerEpochs(keep_fraction=0.3)
     sizes = [len(mb.indices) for mb in control.plan(128, 32, 4, 0)]
     assert sizes == [32, 32, 32, 32, 26]  # 0.3 x 4 epochs x 128 = 153.6 -> 154 samples, no rounding of epochs
-    config = tiny_config(selection={"kind": "epochs", "keep_fraction": 0.5})
+    config = tiny_config(selection={"kind": "epochs", "settings": {"keep_fraction": 0.5}})
     summary = train(config, tmp_path / "run", interactive=False)
     assert summary["techniques"] == ["fewer_epochs"]
     assert summary["backward_samples"] == summary["real_env_steps"]  # half of 2 epochs

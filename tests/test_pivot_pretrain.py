@@ -19,11 +19,8 @@ from .conftest import CPU_IMAGE, REPO, tiny_config
 
 
 def _pivot_config(**extra):
-    return tiny_config(
-        selection={"kind": "pivot"},
-        pivot={"evaluator": {"pretrain_steps": 1024, "pretrain_epochs": 5}, **extra.pop("pivot", {})},
-        **extra,
-    )
+    settings = {"evaluator": {"pretrain_steps": 1024, "pretrain_epochs": 5}, **extra.pop("settings", {})}
+    return tiny_config(selection={"kind": "pivot", "settings": settings}, **extra)
 
 
 def test_collect_dataset_labels_every_sample(tmp_path):
@@ -39,8 +36,8 @@ def test_collect_dataset_labels_every_sample(tmp_path):
 
 
 def test_pretraining_learns_to_rank_held_out_states(tmp_path):
-    collect_dataset(_pivot_config(pivot={"evaluator": {"pretrain_steps": 4096}}), tmp_path / "d.npz")
-    config = _pivot_config(pivot={"evaluator": {"pretrain_epochs": 20}})
+    collect_dataset(_pivot_config(settings={"evaluator": {"pretrain_steps": 4096}}), tmp_path / "d.npz")
+    config = _pivot_config(settings={"evaluator": {"pretrain_epochs": 20}})
     _, metrics = pretrain_from_dataset(config, tmp_path / "d.npz")
     assert metrics["test_samples"] == int(4096 * 0.2)
     assert metrics["spearman"] > metrics["spearman_before"]
@@ -82,7 +79,7 @@ def test_pretrain_command_writes_and_registers(tmp_path, capsys):
     assert "version 1 (challenger, not champion: below the champion floor (spearman" in capsys.readouterr().out
     with pytest.raises(mlflow.exceptions.MlflowException):
         MlflowClient().get_model_version_by_alias("cartpole-evaluator", "champion")
-    sets = ["--set", "pivot.evaluator.champion_min_spearman=-1.0"]  # any ranking clears it
+    sets = ["--set", "selection.settings.evaluator.champion_min_spearman=-1.0"]  # any ranking clears it
     main(["pretrain", "evaluator", "--config", str(path), "--out", str(tmp_path / "ev"), *sets])
     out = capsys.readouterr().out
     assert "registered cartpole-evaluator version 2 (champion)" in out
@@ -106,7 +103,7 @@ def test_pretrain_command_writes_and_registers(tmp_path, capsys):
     # Transfer: a config that names it starts from it (on Acrobot, hidden layers only).
     import gymnasium as gym
 
-    config = _pivot_config(pivot={"evaluator_from": "models:/cartpole-evaluator@champion"})
+    config = _pivot_config(settings={"evaluator_from": "models:/cartpole-evaluator@champion"})
     evaluator, note = initial_evaluator(config.pivot, gym.spaces.Box(-1, 1, (4,)))
     torch.testing.assert_close(evaluator(obs), from_file(obs))
     # What pretraining cost (collecting with PPO, then the fit) travels with it, adapted or not.

@@ -65,7 +65,9 @@ def test_the_built_in_stages_are_what_configs_need():
 
 
 def test_a_config_needing_two_stages_is_one_clear_error():
-    twin = pretraining.PretrainStage("twin", "x", "x.", "pivot.evaluator_from", lambda c: True, "m:f", "m:g")
+    twin = pretraining.PretrainStage(
+        "twin", "x", "x.", "selection.settings.evaluator_from", lambda c: True, "m:f", "m:g"
+    )
     pretraining.register(twin)
     try:
         with pytest.raises(ConfigError, match="needs pretraining stages .*pivot.*twin.*give their results by path"):

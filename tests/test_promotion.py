@@ -190,7 +190,9 @@ def test_a_run_pins_the_registry_version_its_alias_named(tmp_path):
     client = MlflowClient()
     v1 = register_model(uri, name, run_id, 0.5, "heldout_spearman")
     client.set_registered_model_alias(name, "champion", v1)
-    config = validate_config({"selection": {"kind": "pivot"}, "pivot": {"evaluator_from": f"models:/{name}@champion"}})
+    config = validate_config(
+        {"selection": {"kind": "pivot", "settings": {"evaluator_from": f"models:/{name}@champion"}}}
+    )
     pinned, notes = pin_pretrained(config)
     assert pinned.pivot.evaluator_from == f"models:/{name}/{v1}" and notes == [
         f"evaluator models:/{name}@champion is models:/{name}/{v1}: pinned for this run"

@@ -118,3 +118,54 @@ def test_checkpoint_write_is_atomic(tmp_path):
     save_checkpoint(path, {"format": "x", "value": torch.arange(3)})
     assert torch.equal(load_checkpoint(path)["value"], torch.arange(3))
     assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]  # no temp files left behind
+
+
+OLDER = "was written by an older frugalrl (schema 0); it cannot be resumed by this version: retrain, or resume " \
+    "with the frugalrl version that wrote it"  # fmt: skip
+
+
+def _stopped_run(tmp_path):
+    """A run stopped before its end (no summary.json): what ``--resume`` continues."""
+    from frugalrl.config import load_config
+    from frugalrl.training import train
+
+    config = load_config(_config_file(tmp_path), ["ppo.total_timesteps=512"])
+    run = tmp_path / "run"
+    train(config, run, interactive=False)
+    (run / "summary.json").unlink()
+    return config, run
+
+
+def test_a_checkpoint_of_before_the_schema_version_is_refused_on_resume(tmp_path, capsys):
+    from frugalrl.config import SCHEMA_VERSION
+    from frugalrl.resume import check_resumable
+
+    config, run = _stopped_run(tmp_path)
+    state = load_checkpoint(run / "checkpoint.pt")
+    assert state["schema_version"] == SCHEMA_VERSION
+    check_resumable(state, config, run)  # today's checkpoint resumes
+    del state["schema_version"]  # as every checkpoint written before configs were versioned
+    save_checkpoint(run / "checkpoint.pt", state)
+    kept = {p.name: p.read_bytes() for p in run.iterdir()}
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--resume", str(run)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == f"error: checkpoint {run / 'checkpoint.pt'} {OLDER}"
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == kept  # refused before anything is rewritten
+
+
+def test_a_run_whose_config_yaml_is_in_schema_zero_is_refused_as_a_run(tmp_path, capsys):
+    import frugalrl
+
+    _, run = _stopped_run(tmp_path)
+    data = yaml.safe_load((run / "config.yaml").read_text())
+    del data["schema_version"]
+    data["replay"]["alpha"] = 0.6  # a dump of before versioning held every moved key
+    (run / "config.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--resume", str(run)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == f"error: run {run} {OLDER}"
+    with pytest.raises(CheckpointError) as info:
+        frugalrl.train(_config_file(tmp_path), run, resume=True)  # the API, given a config of today's keys
+    assert str(info.value) == f"run {run} {OLDER}"

@@ -22,6 +22,7 @@ from frugalrl.loop import Callback
 from frugalrl.nets.policy import ExportedPolicy
 from frugalrl.policy_store import env_config, trained_env
 from frugalrl.policy_store import load_policy as load_policy_uri
+from frugalrl.resume import check_run_schema
 from frugalrl.training import train as train_run
 
 RUNS_DIR = Path("runs")  # where train puts a run given no out: runs/NAME, runs/NAME-2, ...
@@ -68,6 +69,8 @@ def train(
     (``frugalrl train --workers N`` runs several)."""
     if resume and (out is None or overrides):
         raise FrugalError("train(resume=True) continues the run in out: pass out, and no overrides")
+    if resume:
+        check_run_schema(Path(out))  # a run of another schema: said as such, not as its config.yaml's keys
     if isinstance(config, ExperimentConfig):
         if overrides:
             config = validate_config(apply_overrides(config.to_dict(), list(overrides), "config"), source="config")

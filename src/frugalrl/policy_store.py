@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import torch
 import yaml
 from pydantic import ValidationError
 
 from frugalrl.checkpoint import atomic_write_bytes, load_artifact
-from frugalrl.config import EnvConfig, ExperimentConfig, _describe, validate_config
+from frugalrl.config import EnvConfig, ExperimentConfig, _describe, policy_view_of_schema_zero, validate_config
 from frugalrl.envs.factory import make_vec_env
 from frugalrl.errors import ConfigError, TrackingError
 from frugalrl.nets.builders import build_policy
@@ -49,11 +50,20 @@ def save_policy(path: Path, policy: ExportedPolicy, config: ExperimentConfig) ->
     atomic_write_bytes(path, buffer.getvalue())
 
 
+def saved_config(data: dict[str, Any], source: str) -> ExperimentConfig:
+    """The config a policy file was saved with. One written before configs were versioned (no
+    ``schema_version``) is read without its schema 0 keys, none of which shapes the network
+    (``policy_view_of_schema_zero``): a registered model or policy file of then still evaluates and serves."""
+    if "schema_version" not in data:
+        data = policy_view_of_schema_zero(data)
+    return validate_config(data, source=source)
+
+
 def load_policy_file(path: Path) -> tuple[ExportedPolicy, ExperimentConfig]:
     """Rebuild an ``ExportedPolicy`` from ``policy.pt`` (or a run directory holding one)."""
     blob = load_artifact(path, "policy.pt", POLICY_FORMAT, "policy file", "pass a run directory or its policy.pt")
     path = blob["path"]
-    config = validate_config(blob["config"], source=str(path))
+    config = saved_config(blob["config"], str(path))
     env = make_vec_env(config.env, num_envs=1, training=False)
     obs_space, act_space = env.single_observation_space, env.single_action_space
     env.close()

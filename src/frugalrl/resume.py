@@ -1,7 +1,8 @@
 """A run's checkpoint: what it holds, when a resume may use it, and how a learner continues from it.
 
 ``checkpoint_state`` is what ``Checkpointer`` writes to ``checkpoint.pt``; ``check_resumable`` refuses a
-checkpoint that cannot continue this run before anything in the run directory is rewritten;
+checkpoint that cannot continue this run before anything in the run directory is rewritten (one written in
+another config schema first: ``check_run_schema`` says so of a run directory before its config.yaml is read);
 ``restore`` puts the learner, the meter, the env and torch's RNG back where the checkpoint left them.
 """
 
@@ -14,8 +15,15 @@ import torch
 
 from frugalrl import __version__
 from frugalrl.algos.base import Learner, Snapshottable
-from frugalrl.checkpoint import pack_bytes, unpack_bytes
-from frugalrl.config import ExperimentConfig
+from frugalrl.checkpoint import CHECKPOINT_FILE, pack_bytes, unpack_bytes
+from frugalrl.config import (
+    SCHEMA_VERSION,
+    SCHEMA_ZERO,
+    ExperimentConfig,
+    read_text_file,
+    schema_zero_problem,
+    yaml_mapping,
+)
 from frugalrl.cost import CostMeter
 from frugalrl.envs.wrappers import env_state_dict, load_env_state_dict, wrapper_chain
 from frugalrl.errors import CheckpointError, FrugalError
@@ -36,6 +44,7 @@ def checkpoint_state(
     return {
         "format": CHECKPOINT_FORMAT,
         "frugalrl_version": __version__,
+        "schema_version": config.schema_version,
         "config_hash": config.hash(),
         "agent": agent.state_dict(),
         "meter": meter.state_dict(),
@@ -47,10 +56,40 @@ def checkpoint_state(
     }
 
 
+def written_in_another_schema(what: str, version: Any) -> str | None:
+    """The one line refusing to resume ``what``, written in config schema ``version``; None for today's."""
+    if version == SCHEMA_VERSION:
+        return None
+    newer = isinstance(version, int) and version > SCHEMA_VERSION
+    return (
+        f"{what} was written by {'a newer' if newer else 'an older'} frugalrl (schema {version}); it cannot be "
+        "resumed by this version: retrain, or resume with the frugalrl version that wrote it"
+    )
+
+
+def check_run_schema(run_dir: Path) -> None:
+    """A run directory whose config.yaml is in another schema is refused as a run, not as a config file (whose
+    error would say what to rewrite, and a rewritten config.yaml would still not resume its checkpoint). A
+    config.yaml of today's keys without ``schema_version`` passes: its checkpoint says which schema wrote it."""
+    config_file = Path(run_dir) / "config.yaml"
+    if not config_file.is_file():
+        return  # loading it names what is missing
+    data = yaml_mapping(read_text_file(config_file, "config file", str(config_file)), str(config_file))
+    stated = data.get("schema_version")
+    if stated is None and schema_zero_problem(data) is None:
+        return
+    if line := written_in_another_schema(f"run {run_dir}", SCHEMA_ZERO if stated is None else stated):
+        raise CheckpointError(line)
+
+
 def check_resumable(checkpoint: dict[str, Any], config: ExperimentConfig, out: Path) -> None:
     """A resume that cannot continue this run is refused before anything in it is rewritten."""
     if checkpoint.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"checkpoint format {checkpoint.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    # a checkpoint of before versioning holds no schema_version: its config_hash is of another hash, too
+    schema = checkpoint.get("schema_version", SCHEMA_ZERO)
+    if line := written_in_another_schema(f"checkpoint {out / CHECKPOINT_FILE}", schema):
+        raise CheckpointError(line)
     if checkpoint["config_hash"] != config.hash():
         raise CheckpointError(
             "checkpoint was written by a different config (hash "

@@ -15,6 +15,7 @@ from frugalrl.errors import FrugalError
 from frugalrl.fusion.launch import train_on_workers, under_torchrun
 from frugalrl.ops.video import record_episode
 from frugalrl.policy_store import BEST_POLICY_FILE, registered_policy_file
+from frugalrl.resume import check_run_schema
 from frugalrl.tracking.offline import sync_run_dir
 from frugalrl.training import train as run_training
 from frugalrl.tuning import tune as run_tuning
@@ -47,6 +48,7 @@ def train(
             raise FrugalError(f"--out {out} and --resume {resume} differ; a resumed run writes into its own directory")
         if overrides:
             raise FrugalError("--set cannot change a run being resumed; start a new run with --out instead")
+        check_run_schema(resume)  # a run of another schema: said as such, whichever config comes with it
         cfg = api.load_config(config if config is not None else resume / "config.yaml")
         summary = _train_here(cfg, resume, resume=True)
         out = resume

@@ -5,7 +5,8 @@ A config file is the whole description of a run. ``load_config`` reads it, appli
 with one line naming the file, the field path, the bad value and what is allowed.
 
 Every name is importable from here; the modules of this package hold one idea each (sections
-by topic, ``experiment`` the root with its hash, ``overrides``, ``errors``, ``loading``, ``explain``).
+by topic, ``experiment`` the root with its hash, ``schema`` its version and the keys of before it, ``overrides``,
+``errors``, ``loading``, ``explain``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from frugalrl.config.runtime import (
     PromotionConfig,
     TrackingConfig,
 )
+from frugalrl.config.schema import SCHEMA_VERSION, SCHEMA_ZERO, policy_view_of_schema_zero, schema_zero_problem
 from frugalrl.config.techniques import (
     EvaluatorConfig,
     MetaConfig,
@@ -44,6 +46,8 @@ from frugalrl.errors import ConfigError
 
 __all__ = [
     "MAX_EVAL_EPISODES",
+    "SCHEMA_VERSION",
+    "SCHEMA_ZERO",
     "AdapterSpec",
     "AtariConfig",
     "CheckpointConfig",
@@ -80,7 +84,9 @@ __all__ = [
     "flatten",
     "kind_choices",
     "load_config",
+    "policy_view_of_schema_zero",
     "read_text_file",
+    "schema_zero_problem",
     "validate_config",
     "yaml_mapping",
 ]

@@ -53,7 +53,10 @@ class _RegisteredKind(_Strict):
     """A section whose ``kind`` names a registered technique and whose ``settings`` that technique validates.
 
     ``settings`` is kept as the kind's validated settings with every default filled in (JSON values), so
-    the resolved config (``config.yaml``, the hash) says everything the technique was built with.
+    the resolved config (``config.yaml``, the hash) says everything the technique was built with. Settings
+    left out or empty stay empty, meaning the kind's defaults: filling them in would import every seam's
+    registry (torch, for some) for any config, and ``{}`` read back from a config.yaml must stay ``{}``, or a
+    run's config.yaml would hash apart from the config it ran (and its checkpoints would not resume).
     """
 
     _section: ClassVar[str]  # the config section, which names its registry (frugalrl.plugins.SEAMS)
@@ -74,8 +77,8 @@ class _RegisteredKind(_Strict):
     def _settings(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         if "kind" not in info.data:  # an unknown kind has its own error already
             return settings
-        validated = cls._registry().settings_for(info.data["kind"], settings)
-        return {} if validated is None else validated.model_dump(mode="json")
+        validated = cls._registry().settings_for(info.data["kind"], settings)  # {} too: a kind may require some
+        return {} if validated is None or not settings else validated.model_dump(mode="json")
 
     def built_settings(self) -> Any:
         """``settings`` as the kind's model (what its factory is given), or None for a kind without settings."""

@@ -1,4 +1,5 @@
-"""``ExperimentConfig``, the root of every experiment file: its sections, the checks across them, its hash."""
+"""``ExperimentConfig``, the root of every experiment file: its schema version, its sections, the checks across
+them, its hash."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from frugalrl.config._base import _registered_env, _Strict
 from frugalrl.config.algos import DQNConfig, PPOConfig, SACConfig
 from frugalrl.config.env import EnvConfig
 from frugalrl.config.latent import LatentConfig
-from frugalrl.config.legacy import hash_layout, migrate
 from frugalrl.config.peft import PeftConfig
 from frugalrl.config.policy import PolicyConfig
 from frugalrl.config.runtime import CheckpointConfig, DistributedConfig, EvalConfig, PromotionConfig, TrackingConfig
+from frugalrl.config.schema import SCHEMA_VERSION, other_schema_problem, schema_zero_problem
 from frugalrl.config.techniques import (
     MetaConfig,
     PivotConfig,
@@ -32,9 +33,14 @@ _ALGO_SECTIONS: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "dqn": DQNConfig
 
 
 class ExperimentConfig(_Strict):
-    """The root of every experiment file. ``plugins`` comes first: its modules register their kinds before the
-    sections naming them are checked."""
+    """The root of every experiment file. ``plugins`` comes before the sections: its modules register their kinds
+    before the sections naming them are checked."""
 
+    schema_version: int = Field(
+        SCHEMA_VERSION,
+        description=f"the layout the config is written in; this frugalrl reads schema {SCHEMA_VERSION} only (a file "
+        "may leave it out). Every dump states it: a run's config.yaml, its policy files and checkpoints",
+    )
     plugins: list[str] = Field(
         default_factory=list,
         description="modules imported before the rest is checked, where your own techniques register their kinds "
@@ -112,11 +118,21 @@ class ExperimentConfig(_Strict):
         _registered_env(None, value)  # imports the modules alone (a one-line error naming one that fails)
         return value
 
+    @field_validator("schema_version")
+    @classmethod
+    def _todays_schema(cls, version: int) -> int:
+        if problem := other_schema_problem(version):
+            raise ValueError(problem)
+        return version
+
     @model_validator(mode="before")
     @classmethod
-    def _migrate(cls, data: Any) -> Any:
-        """Keys written the old way moved to their kind's ``settings`` (frugalrl.config.legacy), each move logged."""
-        return migrate(data)[0] if isinstance(data, dict) else data
+    def _no_schema_zero_keys(cls, data: Any) -> Any:
+        """A key of the layout before versioning (``replay.alpha``) is refused by name, with the key to write:
+        as an unknown key it would only list today's keys."""
+        if isinstance(data, dict) and (problem := schema_zero_problem(data)):
+            raise ValueError(problem)
+        return data
 
     @property
     def pivot(self) -> PivotConfig:
@@ -251,47 +267,5 @@ class ExperimentConfig(_Strict):
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     def hash(self) -> str:
-        """Content hash of the resolved config (stable across key order).
-
-        Fields added after many checkpoints were written (``_ADDED_LATER``) are left out while at
-        their default, so configs that do not use them keep their hash and their checkpoints.
-        """
-        data = hash_layout(self.to_dict())
-        for path, default in _ADDED_LATER.items():
-            *parents, key = path
-            node = data
-            for part in parents:
-                node = node[part] if isinstance(node, dict) else None
-            if isinstance(node, dict) and node.get(key) == default:  # an optional section may be absent
-                del node[key]
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
-# Added after checkpoints existed; left out of ``hash()`` at these defaults (add new fields here).
-_ADDED_LATER: dict[tuple[str, ...], Any] = {
-    ("selection", "settings"): {},
-    ("replay", "settings"): {},
-    ("meta", "settings"): {},
-    ("pivot", "evaluator", "champion_min_spearman"): 0.1,
-    ("latent", "champion_min_psnr_db"): 15.0,
-    ("latent", "champion_min_ball_r2"): 0.0,
-    ("tracking", "timeout_s"): 10.0,
-    ("tracking", "retries"): 2,
-    ("promotion", "pair_seeds"): True,
-    ("latent", "pretrain_games"): [],
-    ("env", "atari", "life_loss"): True,
-    ("env", "atari", "fire_reset"): False,
-    ("cpu_budget_s",): None,
-    ("latent", "world_model", "rollout_steps"): 1,
-    ("latent", "world_model", "gate_min_auc"): 0.8,
-    ("latent", "world_model", "gate_events_tolerance"): 0.25,
-    ("tuning", "round_size"): 4,
-    ("tracking", "reconnect_s"): 30.0,
-    ("peft", "references"): [],
-    ("latent", "policy_input"): "raw",
-    ("env", "imports"): [],
-    ("eval", "every_steps"): 0,
-    ("eval", "during_episodes"): 5,
-    ("eval", "policy"): "last",
-    ("plugins",): [],
-}
+        """Content hash of the resolved config: sha256 of its dump with sorted keys (so stable across key order)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]

@@ -93,7 +93,7 @@ class WorldModelConfig(_Strict):
 
 class LatentConfig(_Strict):
     """Latent curriculum: a pretrained frame encoder, a latent world model and a real/virtual schedule
-    (on with ``rollout.kind: latent``; before, ``latent.enabled``)."""
+    (on with ``rollout.kind: latent``)."""
 
     latent_dim: int = Field(32, ge=2, le=1024, description="size of the latent vector the encoder maps frames to")
     objective: Literal["recon", "motion", "dynamics"] = Field(

@@ -57,8 +57,8 @@ class DistributedConfig(_RegisteredKind):
     settings: dict[str, Any] = Field(
         default_factory=dict, description="the reducer's own settings, validated by the model it registers"
     )
-    # top-k fusion's momentum, clip and value type: read by topk alone, yet kept here rather than moved into its
-    # settings, so that the many configs and checkpoints that set them keep their keys and their hash
+    # top-k fusion's momentum, clip and value type: read by topk alone, yet here rather than in its settings, where
+    # they were left when the reducer seam came (moving them now is a new schema version: config/schema.py)
     beta: float = Field(
         0.0, ge=0.0, lt=1.0, description="topk: momentum of the fused gradient, g = beta g + (1 - beta) mean; 0 = none"
     )

@@ -28,7 +28,7 @@ def load_evaluator_uri(uri: str) -> ImportanceEvaluator:
 
 
 def initial_evaluator(config: PivotConfig, obs_space: Any) -> tuple[ImportanceEvaluator, str]:
-    """A fresh evaluator, or the pretrained one of ``pivot.evaluator_from`` adapted to this task."""
+    """A fresh evaluator, or the pretrained one of ``selection.settings.evaluator_from`` adapted to this task."""
     if config.evaluator_from is None:
         return build_evaluator(obs_space, config.evaluator.hidden), "evaluator trained from scratch during warm-up"
     evaluator, note = adapt_to(load_evaluator_uri(config.evaluator_from), obs_space)

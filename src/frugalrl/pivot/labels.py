@@ -1,6 +1,6 @@
 """Importance labels: how much a state's sample would move the policy.
 
-Three definitions, chosen by ``pivot.label``:
+Three definitions, chosen by ``selection.settings.label``:
 
 ``policy_gradient`` (default)
     ``|A| * ||d log pi(a|s) / d(output)||``: the size of the policy-gradient term at the policy's

@@ -2,7 +2,7 @@
 
 Two steps, so a pipeline can run them as two components:
 
-1. ``collect_dataset``: train baseline PPO (all samples) for ``pivot.evaluator.pretrain_steps``
+1. ``collect_dataset``: train baseline PPO (all samples) for ``selection.settings.evaluator.pretrain_steps``
    env steps and record every rollout's observations with their importance labels (computed
    with the policy of that moment), ranked within their rollout; saved as ``dataset.npz`` with
    its sha256.
@@ -65,8 +65,8 @@ def sha256_file(path: Path) -> str:
 
 
 class _CollectingPPO(PPO):
-    """Baseline PPO whose budget is ``pivot.evaluator.pretrain_steps`` env steps (not ``ppo.total_timesteps``,
-    which keeps setting its learning-rate schedule)."""
+    """Baseline PPO whose budget is ``selection.settings.evaluator.pretrain_steps`` env steps (not
+    ``ppo.total_timesteps``, which keeps setting its learning-rate schedule)."""
 
     def __init__(self, config: ExperimentConfig, env: Any, meter: CostMeter, device: torch.device, steps: int):
         super().__init__(config, env, meter, device)
@@ -133,7 +133,9 @@ def pretrain_from_dataset(
     data = load_dataset(dataset_path)
     kind = config.pivot.label
     if f"label_{kind}" not in data:
-        raise CheckpointError(f"dataset {dataset_path} has no {kind!r} labels; collect it with pivot.label = {kind}")
+        raise CheckpointError(
+            f"dataset {dataset_path} has no {kind!r} labels; collect it with selection.settings.label = {kind}"
+        )
     obs = torch.as_tensor(data["obs"])
     targets = torch.as_tensor(data[f"label_{kind}"], dtype=torch.float32)
     ev = config.pivot.evaluator

@@ -1,6 +1,6 @@
 """The dynamic sampling scheduler: PivotRL's importance-based ``SampleSelector`` for PPO.
 
-Per sample, with its score s in [0, 1] and thresholds low <= high (``pivot.score: rank``, the
+Per sample, with its score s in [0, 1] and thresholds low <= high (``selection.settings.score: rank``, the
 default, ranks the evaluator's outputs within the rollout first, so s is a quantile):
 
 - s >= high: full forward and backward pass, weight 1;

@@ -9,7 +9,7 @@ from frugalrl.fusion.sync import DenseAllReduce, GradientFusion, TopKFusion
 
 
 class TopKSettings(BaseModel):
-    """``distributed.settings`` of ``kind: topk`` (before the seam: ``distributed.topk``)."""
+    """``distributed.settings`` of ``kind: topk``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     share: float = Field(0.2, gt=0.0, le=1.0, description="share of each gradient tensor sent per step")
