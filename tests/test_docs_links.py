@@ -27,6 +27,14 @@ def test_the_readme_is_short():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_prose_line_runs_over_500_characters(page):
+    """A paragraph is wrapped (the benchmark sections by ``benchmarks._report.wrap_prose``); tables may be wide."""
+    long = [n for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+            if len(line) > 500 and not line.startswith("|")]  # fmt: skip
+    assert not long, f"{page.relative_to(REPO)}: lines over 500 characters: {long}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_relative_link_is_alive(page):
     dead = []
     for target in LINK.findall(page.read_text(encoding="utf-8")):
