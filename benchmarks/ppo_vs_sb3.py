@@ -75,10 +75,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import _harness, _report
+from . import _harness, _report, _sb3
 from ._report import opt
 
-EVAL_SEED = 10_000
+EVAL_SEED = _sb3.EVAL_SEED
 CONTENDERS = ("frugalrl", "sb3")
 SB3_ADAM_EPS = 1e-5  # ActorCriticPolicy's Adam eps
 
@@ -144,19 +144,7 @@ def sb3_settings(cfg: Any) -> tuple[dict[str, Any], dict[str, Any] | None, dict[
     from torch import nn
 
     env, pol, hp = cfg.env, cfg.policy, cfg.ppo
-    problems = []
-    if cfg.algo != "ppo":
-        problems.append(f"algo {cfg.algo}")
-    if env.kwargs:
-        problems.append(f"env.kwargs {env.kwargs}")
-    if env.frame_stack != 1:
-        problems.append(f"env.frame_stack {env.frame_stack}")
-    if env.dynamics.changed:
-        problems.append("env.dynamics")
-    if pol.kind == "cnn" or pol.block != "plain" or pol.adapter is not None:
-        problems.append(f"policy kind {pol.kind} / block {pol.block} / adapter {pol.adapter}")
-    if cfg.selection.kind != "all" or cfg.latent_curriculum or cfg.meta.kind != "fixed" or cfg.score_stages.stages:
-        problems.append("sample selection / latent curriculum / meta-controller / score stages")
+    problems = _sb3.refusals(cfg, "ppo")
     if problems:
         raise ValueError(f"{cfg.name}: no SB3 counterpart for {'; '.join(problems)}")
 
@@ -187,7 +175,7 @@ def sb3_settings(cfg: Any) -> tuple[dict[str, Any], dict[str, Any] | None, dict[
     policy_kwargs: dict[str, Any] = dict(
         net_arch=dict(pi=list(pol.hidden), vf=list(pol.hidden)), activation_fn=activation, ortho_init=pol.ortho_init
     )
-    if _continuous(env.id):
+    if _sb3.continuous(env.id):
         policy_kwargs["log_std_init"] = pol.log_std_init
     if hp.adam_eps != SB3_ADAM_EPS:
         policy_kwargs["optimizer_kwargs"] = dict(eps=hp.adam_eps)
@@ -219,48 +207,12 @@ def sb3_settings(cfg: Any) -> tuple[dict[str, Any], dict[str, Any] | None, dict[
     return kwargs, normalize, described
 
 
-def _continuous(env_id: str) -> bool:
-    import gymnasium as gym
-
-    env = gym.make(env_id)
-    try:
-        return isinstance(env.action_space, gym.spaces.Box)
-    finally:
-        env.close()
-
-
-def describe_sb3(described: dict[str, Any]) -> str:
-    def text(value: Any) -> str:
-        if isinstance(value, dict):
-            return "dict(" + ", ".join(f"{k}={text(v)}" for k, v in value.items()) + ")"
-        return str(value)
-
-    return ", ".join(f"{k}={text(v)}" for k, v in described.items())
-
-
 # --------------------------------------------------------------------------- workers (one per subprocess)
-def _preimport(env_id: str) -> None:
-    """Import what would otherwise be imported lazily inside the timed region, for both contenders alike.
-
-    ``torch.optim.Optimizer.__init__`` imports ``torch._dynamo`` on first use (about 2 s here); both
-    learners build an Adam optimizer, so both would pay it. The env's module (Box2D, MuJoCo bindings)
-    is imported on the first ``gym.make``. Imports are kept out of the timed figure.
-    """
-    import importlib
-
-    import gymnasium as gym
-    import torch._dynamo  # noqa: F401
-
-    entry = gym.spec(env_id).entry_point
-    if isinstance(entry, str):
-        importlib.import_module(entry.split(":")[0])
-
-
 def worker_frugalrl(spec: EnvSpec, seed: int, timesteps: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    _preimport(spec.env_id)
+    _sb3.preimport(spec.env_id)
     from frugalrl.config import load_config
     from frugalrl.training import train
 
@@ -301,8 +253,7 @@ def worker_sb3(spec: EnvSpec, seed: int, timesteps: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    _preimport(spec.env_id)
-    import gymnasium as gym
+    _sb3.preimport(spec.env_id)
     import numpy as np
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -357,9 +308,7 @@ def worker_sb3(spec: EnvSpec, seed: int, timesteps: int) -> dict:
         policy_obs = env.normalize_obs(obs) if normalize is not None and normalize["norm_obs"] else obs
         return model.predict(policy_obs, deterministic=True)[0]
 
-    eval_env = gym.make(spec.env_id)
-    returns = _harness.episode_returns(eval_env, act, spec.eval_episodes, EVAL_SEED)
-    eval_env.close()
+    returns = _sb3.eval_returns(spec.env_id, act, spec.eval_episodes)
     env.close()
 
     # SB3 counts no optimizer steps; without target_kl every update runs n_epochs passes over the rollout.
@@ -463,16 +412,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
             "not a check of the target as stated.)"
         )
 
-    def row(figure: str, a: list, b: list, fmt: str, positive: bool = False) -> list[str]:
-        of_medians, per_seed = _report.ratio_cells(a, b, positive)
-        return [
-            figure,
-            _report.mmm([v for v in a if v is not None], fmt),
-            _report.mmm([v for v in b if v is not None], fmt),
-            of_medians,
-            per_seed,
-        ]
-
+    row = _sb3.figure_row
     table = [
         row("training wall-clock, s", fr_t, sb_t, "{:.1f}"),
         row("frugalrl training vs SB3 `.learn()` alone, s", fr_t, sb_learn, "{:.1f}"),
@@ -559,24 +499,11 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         per_seed_rows.append(cells)
     per_seed = _report.markdown_table(header, per_seed_rows)
 
-    first, last = rows[0], rows[-1]
-    machine, versions = first.get("machine", {}), first.get("versions", {})
-    commits = sorted({r["git_commit"] for r in rows})
-    commands = sorted({_report.as_run_today(r["command"]) for r in rows})
-    loads = [v for v in (_report.load1(r["load_after"]) for r in rows) if v is not None]
     threads = sorted({r["torch_threads"] for r in rows})
     fr_steps = sorted({r["env_steps"] for r in fr})
     sb_steps = sorted({r["env_steps"] for r in sb})
     lines = [
-        f"- command: {', '.join(f'`{c}`' for c in commands)}",
-        f"- date: {first['timestamp']} to {last['timestamp']}; frugalrl commit {', '.join(commits)}; "
-        f"results: `benchmarks/results/ppo_vs_sb3.jsonl`, batch `{first['batch']}`",
-        f"- machine: {_report.cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
-        f"{machine.get('cpu', '?')} (`lscpu` model name), "
-        f"GPU: {machine.get('gpu', '?')}",
-        f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
-        f"- load average (1/5/15 min) at start: {first['load_before']}; at end: {last['load_after']}; "
-        f"1-min load after each run: {_report.mmm(loads, '{:.2f}')}",
+        *_sb3.header_lines(rows, "ppo_vs_sb3"),
         f"- seeds: {n} ({', '.join(str(r['seed']) for r in results)})"
         + (f"; seeds without both contenders, left out: {incomplete}" if incomplete else "")
         + f"; budget: {timesteps:,} env steps per run (default for {spec.env_id}: {spec.timesteps:,}); env steps "
@@ -585,7 +512,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         f"torch threads: {'/'.join(str(t) for t in threads)}",
         f"- frugalrl: `{spec.config}` with {', '.join(f'`{o}`' for o in fr[0]['settings']['overrides'])}",
         f'- SB3: `PPO("MlpPolicy", env, seed=seed, device="cpu", ...)` with the same hyperparameters, read from '
-        f"that file: {describe_sb3({k: v for k, v in sb[0]['settings'].items() if k != 'PPO'})}",
+        f"that file: {_sb3.describe({k: v for k, v in sb[0]['settings'].items() if k != 'PPO'})}",
         "- training s: frugalrl = wall-clock around `train()` minus its final evaluation (`eval_s`): env and agent "
         "construction, all updates, checkpoint writes, policy export; MLflow off. SB3 = wall-clock around "
         "`make_vec_env` (+ `VecNormalize`) + `PPO(...)` + `.learn()` (in parentheses: `.learn()` alone). Imports "

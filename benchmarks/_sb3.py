@@ -1,0 +1,127 @@
+"""What the scripts that time frugalrl against Stable-Baselines3 share (``ppo_vs_sb3``, ``offpolicy_vs_sb3``).
+
+- ``preimport``: what either learner would otherwise import lazily inside the timed region, imported first;
+- ``refusals``: the frugalrl settings that no SB3 learner has a counterpart for (a script refuses to run SB3
+  on them instead of training something else);
+- ``continuous``: whether an env's actions are continuous;
+- ``eval_returns``: a trained SB3 model scored as frugalrl's evaluator scores a run: episode i reset with
+  seed ``EVAL_SEED`` + i;
+- ``describe``: SB3's keyword arguments as a rendered section names them;
+- ``figure_row`` / ``header_lines``: a row of a section's summary table and the section's first lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import _harness, _report
+
+EVAL_SEED = 10_000  # episode i of every final evaluation, both sides, is reset with seed EVAL_SEED + i
+
+
+def preimport(env_id: str) -> None:
+    """Import what would otherwise be imported lazily inside the timed region, for both contenders alike.
+
+    ``torch.optim.Optimizer.__init__`` imports ``torch._dynamo`` on first use (about 2 s here); both
+    learners build an Adam optimizer, so both would pay it. The env's module (Box2D, MuJoCo bindings)
+    is imported on the first ``gym.make``. Imports are kept out of the timed figure.
+    """
+    import importlib
+
+    import gymnasium as gym
+    import torch._dynamo  # noqa: F401
+
+    entry = gym.spec(env_id).entry_point
+    if isinstance(entry, str):
+        importlib.import_module(entry.split(":")[0])
+
+
+def refusals(cfg: Any, algo: str) -> list[str]:
+    """What in the frugalrl config ``cfg`` no SB3 learner of ``algo`` has a counterpart for (empty: none)."""
+    env, pol = cfg.env, cfg.policy
+    problems = []
+    if cfg.algo != algo:
+        problems.append(f"algo {cfg.algo}")
+    if env.kwargs:
+        problems.append(f"env.kwargs {env.kwargs}")
+    if env.frame_stack != 1:
+        problems.append(f"env.frame_stack {env.frame_stack}")
+    if env.dynamics.changed:
+        problems.append("env.dynamics")
+    if pol.kind == "cnn" or pol.block != "plain" or pol.adapter is not None:
+        problems.append(f"policy kind {pol.kind} / block {pol.block} / adapter {pol.adapter}")
+    if cfg.selection.kind != "all" or cfg.latent_curriculum or cfg.meta.kind != "fixed" or cfg.score_stages.stages:
+        problems.append("sample selection / latent curriculum / meta-controller / score stages")
+    return problems
+
+
+def continuous(env_id: str) -> bool:
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    try:
+        return isinstance(env.action_space, gym.spaces.Box)
+    finally:
+        env.close()
+
+
+def eval_returns(env_id: str, act: Callable[[Any], Any], episodes: int) -> list[float]:
+    """The returns of ``episodes`` episodes of ``act(obs) -> action`` on a fresh ``gym.make(env_id)``, episode i
+    reset with seed ``EVAL_SEED + i`` (what frugalrl's evaluator does)."""
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    try:
+        return _harness.episode_returns(env, act, episodes, EVAL_SEED)
+    finally:
+        env.close()
+
+
+def describe(described: dict[str, Any]) -> str:
+    """``k=v, ...``, a nested dict as ``dict(k=v, ...)``."""
+
+    def text(value: Any) -> str:
+        if isinstance(value, dict):
+            return "dict(" + ", ".join(f"{k}={text(v)}" for k, v in value.items()) + ")"
+        return str(value)
+
+    return ", ".join(f"{k}={text(v)}" for k, v in described.items())
+
+
+def figure_row(figure: str, a: list, b: list, fmt: str, positive: bool = False) -> list[str]:
+    """A summary-table row: the figure, frugalrl's and SB3's median (min-max), and the two ratios (``a[i]`` and
+    ``b[i]`` are one seed's; None: no figure; ``positive``: returns, a ratio only where both are above 0). An SB3
+    figure of 0 (no gradient steps in a short run) gives no ratios."""
+    if any(v == 0 for v in b if v is not None) and not positive:
+        of_medians, per_seed = "n/a (SB3: 0)", "n/a"
+    else:
+        of_medians, per_seed = _report.ratio_cells(a, b, positive)
+    return [
+        figure,
+        _report.mmm([v for v in a if v is not None], fmt),
+        _report.mmm([v for v in b if v is not None], fmt),
+        of_medians,
+        per_seed,
+    ]
+
+
+def header_lines(rows: Sequence[dict], name: str) -> list[str]:
+    """A section's first lines: command, date, commit and batch, machine, versions, load (``rows``: one batch, in
+    the order they ran; ``name``: the results file's name)."""
+    first, last = rows[0], rows[-1]
+    machine, versions = first.get("machine", {}), first.get("versions", {})
+    commits = sorted({r["git_commit"] for r in rows})
+    commands = sorted({_report.as_run_today(r["command"]) for r in rows})
+    loads = [v for v in (_report.load1(r["load_after"]) for r in rows) if v is not None]
+    return [
+        f"- command: {', '.join(f'`{c}`' for c in commands)}",
+        f"- date: {first['timestamp']} to {last['timestamp']}; frugalrl commit {', '.join(commits)}; "
+        f"results: `benchmarks/results/{name}.jsonl`, batch `{first['batch']}`",
+        f"- machine: {_report.cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
+        f"{machine.get('cpu', '?')} (`lscpu` model name), "
+        f"GPU: {machine.get('gpu', '?')}",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
+        f"- load average (1/5/15 min) at start: {first['load_before']}; at end: {last['load_after']}; "
+        f"1-min load after each run: {_report.mmm(loads, '{:.2f}')}",
+    ]
