@@ -41,10 +41,11 @@ on an AMD EPYC against an Intel Xeon (both AVX-512; kernel choices by vendor), a
 0.2% at the end; the same figures come back on every AMD host measured (AVX2 at 713418d, AVX-512
 now). The recording keeps those figures under ``_parted`` (``--record --parted`` on such a host
 writes them): a run that misses the main figures is compared with its vendor's, under the same rule,
-and says so. Every other config matches one recording on every host. Since 2026-12-05 (the world-model
-gate's event count changed the latent configs' diagnostics) the main figures are an AMD EPYC host's and
-the Intel Xeon figures of ``pendulum-sac`` (recorded with ``--record`` at fcd7993, its learning unchanged
-since) are kept under ``_parted``.
+and says so. Every other config matches one recording on every host. The main figures are an AMD EPYC
+host's. Since SAC and DQN step with Adam's fused kernel (``sac.fused_adam``, ``dqn.fused_adam``; 2026-12-06)
+``pendulum-sac``'s figures moved by rounding (eval -1333.07 -> -1335.77 here; with ``fused_adam: false`` they
+are the earlier ones exactly), so the Intel Xeon figures kept before under ``_parted`` no longer hold and were
+dropped: an Intel host records them again with ``--record --parted``.
 
 ``summary_equivalence_before.json`` is the recording made before the run-loop refactor (digests
 only, another machine; kept for the record, not checked).

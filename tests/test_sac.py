@@ -74,3 +74,39 @@ def test_fractal_blocks_reach_the_sac_actor_and_critics():
     agent = SAC(config, make_vec_env(config.env), CostMeter(), torch.device("cpu"))
     assert any(isinstance(m, FractalBlock) for m in agent.policy.modules())
     assert sum(isinstance(m, FractalBlock) for m in agent.critic.modules()) == 2
+
+
+def _learned(fused_adam: bool) -> SAC:
+    config = sac_config(sac={"total_timesteps": 300, "learning_starts": 64, "fused_adam": fused_adam})
+    agent = SAC(config, make_vec_env(config.env), CostMeter(), torch.device("cpu"))
+    agent.start(0)
+    for _ in range(120):
+        agent.run_update()
+    return agent
+
+
+def test_the_actor_step_leaves_the_critics_trainable_and_their_gradients_uncomputed():
+    """The actor's loss goes through the critics: autograd computes a critic weight's gradient once per gradient
+    step (the critic loss's), not twice, and the weights stay trainable; every actor weight moves."""
+    agent = _learned(fused_adam=True)
+    computed = []
+    hooks = [p.register_hook(lambda g, i=i: computed.append(i)) for i, p in enumerate(agent.critic.parameters())]
+    actor_before = [p.detach().clone() for p in agent.policy.parameters()]
+    agent.learn()  # one gradient step (sac.gradient_steps 1)
+    for hook in hooks:
+        hook.remove()
+    assert sorted(computed) == list(range(len(hooks)))
+    assert all(p.requires_grad for p in agent.critic.parameters())
+    assert all(not torch.equal(a, b) for a, b in zip(actor_before, agent.policy.parameters(), strict=True))
+
+
+def test_fused_adam_is_the_reference_adam_up_to_rounding():
+    """``sac.fused_adam: false`` is torch's default Adam; the fused kernel computes the same update (the two
+    runs part only by float rounding, which grows slowly over updates)."""
+    torch.manual_seed(0)
+    fused = _learned(fused_adam=True)
+    torch.manual_seed(0)
+    reference = _learned(fused_adam=False)
+    assert fused.actor_optimizer.param_groups[0]["fused"] and not reference.actor_optimizer.param_groups[0]["fused"]
+    for a, b in zip(fused.critic.parameters(), reference.critic.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)

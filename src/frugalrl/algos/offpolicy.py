@@ -41,6 +41,14 @@ def rmt_techniques(config: ExperimentConfig, hyper: HyperController) -> list[str
     return parts
 
 
+def adam(params: list[torch.nn.Parameter], lr: float, fused: bool) -> torch.optim.Adam:
+    """Adam over ``params``; ``fused`` (``dqn.fused_adam`` / ``sac.fused_adam``) takes torch's fused kernel, one
+    call per step for all of them, where it runs (float32 on the CPU or CUDA). At these network sizes the
+    default per-parameter loop costs more than its arithmetic (docs/benchmarks.md, the off-policy sections)."""
+    usable = fused and all(p.dtype == torch.float32 and p.device.type in ("cpu", "cuda") for p in params)
+    return torch.optim.Adam(params, lr=lr, fused=True) if usable else torch.optim.Adam(params, lr=lr)
+
+
 def _single_precision(obs: np.ndarray) -> np.ndarray:
     """float64 observations (MuJoCo) as float32, the networks' dtype; others unchanged."""
     return obs.astype(np.float32) if obs.dtype == np.float64 else obs

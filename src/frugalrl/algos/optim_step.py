@@ -17,7 +17,8 @@ from torch import nn
 
 
 class ClipAndStep:
-    """``zero_grad()``, then after backward ``step(max_grad_norm)``: clip the total norm, update."""
+    """``zero_grad()``, then after backward ``step(max_grad_norm)``: clip the total norm (``None``: no clipping,
+    as SAC steps), update."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter]):
         self.optimizer = optimizer
@@ -30,17 +31,18 @@ class ClipAndStep:
         for p in self.params:
             p.grad = None
 
-    def step(self, max_grad_norm: float) -> None:
+    def step(self, max_grad_norm: float | None) -> None:
         grads = [p.grad for p in self.params]
         if any(g is None for g in grads):
-            nn.utils.clip_grad_norm_(self.params, max_grad_norm)
+            if max_grad_norm is not None:
+                nn.utils.clip_grad_norm_(self.params, max_grad_norm)
             self.optimizer.step()
             return
-        # clip_grad_norm_'s own formula: 2-norm of the per-tensor 2-norms, coefficient capped at 1.
-        norms = torch._foreach_norm(grads, 2.0)
-        total = torch.linalg.vector_norm(torch.stack(norms), 2.0)
-        coef = torch.clamp(max_grad_norm / (total + 1e-6), max=1.0)
-        torch._foreach_mul_(grads, coef)
+        if max_grad_norm is not None:  # clip_grad_norm_'s own formula: 2-norm of the per-tensor 2-norms, capped at 1
+            norms = torch._foreach_norm(grads, 2.0)
+            total = torch.linalg.vector_norm(torch.stack(norms), 2.0)
+            coef = torch.clamp(max_grad_norm / (total + 1e-6), max=1.0)
+            torch._foreach_mul_(grads, coef)
         state = self.optimizer.state
         if not self.direct or not state:  # the first step creates Adam's state
             self.optimizer.step()

@@ -29,7 +29,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
-from frugalrl.algos.offpolicy import OffPolicyLearner
+from frugalrl.algos.offpolicy import OffPolicyLearner, adam
+from frugalrl.algos.optim_step import ClipAndStep
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
@@ -164,8 +165,14 @@ class SAC(OffPolicyLearner):
         self.action_dim = int(np.prod(action_space.shape))
         self.critic = networks.critic.to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(_trainable(self.policy), lr=self.hp.learning_rate)
-        self.critic_optimizer = torch.optim.Adam(_trainable(self.critic), lr=self.hp.learning_rate)
+        # the target update's pairs, in place all at once (torch._foreach_lerp_), and the critic's learned weights
+        self._target_pairs = (list(self.critic_target.parameters()), list(self.critic.parameters()))
+        self._critic_weights = _trainable(self.critic)
+        self.actor_optimizer = adam(_trainable(self.policy), self.hp.learning_rate, self.hp.fused_adam)
+        self.critic_optimizer = adam(self._critic_weights, self.hp.learning_rate, self.hp.fused_adam)
+        # the same Adam updates without torch.optim's per-call plumbing (frugalrl.algos.optim_step)
+        self.actor_update = ClipAndStep(self.actor_optimizer, _trainable(self.policy))
+        self.critic_update = ClipAndStep(self.critic_optimizer, self._critic_weights)
         self.auto_alpha = self.hp.ent_coef == "auto"
         self.log_alpha = torch.zeros(1, device=device, requires_grad=self.auto_alpha)
         if networks.log_alpha is not None:
@@ -174,7 +181,7 @@ class SAC(OffPolicyLearner):
             self.log_alpha.data.fill_(math.log(float(self.hp.ent_coef)))
         target = self.hp.target_entropy
         self.target_entropy = -float(self.action_dim) if target == "auto" else float(target)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.hp.learning_rate)
+        self.alpha_optimizer = adam([self.log_alpha], self.hp.learning_rate, self.hp.fused_adam)
         self.action_space = action_space
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
@@ -219,20 +226,26 @@ class SAC(OffPolicyLearner):
             self.meter.count("target", bs)
             q1, q2 = self.meter.run_counted("forward", lambda o=obs, a=actions: self.critic(o, a), bs)
             critic_loss = (weights * ((q1 - targets) ** 2 + (q2 - targets) ** 2)).mean() / 2
-            self.critic_optimizer.zero_grad(set_to_none=True)
+            self.critic_update.zero_grad()
             self.meter.run_counted("backward", critic_loss.backward, bs)
             self.gradient_sync(self.critic.parameters(), "critic")
-            self.critic_optimizer.step()
+            self.critic_update.step(None)
             self.meter.optimizer_steps += 1  # one per gradient update (critic, then the delayed actor and alpha)
 
             def actor_step(o=obs, a=alpha) -> tuple[torch.Tensor, torch.Tensor]:
                 new_actions, logprob = self.policy.sample(o)
+                # The gradient reaches the actor through the critics' inputs; their own weights' gradients
+                # would be thrown away (the critic step zeroes them), so they are not computed at all.
+                for weight in self._critic_weights:
+                    weight.requires_grad_(False)
                 q_new = torch.min(*self.critic(o, new_actions))
                 loss = (a * logprob - q_new).mean()
-                self.actor_optimizer.zero_grad(set_to_none=True)
+                self.actor_update.zero_grad()
                 loss.backward()
+                for weight in self._critic_weights:
+                    weight.requires_grad_(True)
                 self.gradient_sync(self.policy.parameters(), "actor")
-                self.actor_optimizer.step()
+                self.actor_update.step(None)
                 return loss.detach(), logprob.detach()
 
             actor_loss, logprob = self.meter.run_counted("actor", actor_step, bs)
@@ -246,8 +259,7 @@ class SAC(OffPolicyLearner):
                 self.gradient_sync([self.log_alpha], "temperature")
                 self.alpha_optimizer.step()
             with torch.no_grad():
-                for target, online in zip(self.critic_target.parameters(), self.critic.parameters(), strict=True):
-                    target.lerp_(online, hp.tau)
+                torch._foreach_lerp_(*self._target_pairs, hp.tau)  # each target.lerp_(online, tau), in one call
             if not torch.isfinite(critic_loss):
                 raise TrainingDiverged(
                     f"SAC critic loss became {critic_loss.item()} at update {self.update + 1}; "

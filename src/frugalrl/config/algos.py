@@ -128,6 +128,11 @@ class DQNConfig(_Strict):
     double: bool = Field(
         True, description="Double DQN's target (the online net picks the action, the target net values it); false = max"
     )
+    fused_adam: bool = Field(
+        True,
+        description="Adam's fused kernel, one call for all parameters (faster on the CPU; numbers differ from torch's "
+        "default Adam in the last bits); false: torch's default Adam, the reference",
+    )
 
 
 class SACConfig(_Strict):
@@ -160,4 +165,9 @@ class SACConfig(_Strict):
     )
     log_std_bounds: tuple[float, float] = Field(
         (-20.0, 2.0), description="the actor's log standard deviation is clamped to this range"
+    )
+    fused_adam: bool = Field(
+        True,
+        description="Adam's fused kernel, one call for all parameters (faster on the CPU; numbers differ from torch's "
+        "default Adam in the last bits); false: torch's default Adam, the reference",
     )
