@@ -99,15 +99,17 @@ def test_an_audit_re_runs_with_the_evaluator_version_the_run_used_after_the_alia
     client = MlflowClient()
     evaluator = {"pretrain_steps": 1024, "pretrain_epochs": 3, "champion_min_spearman": -1.0}
     first = pretrain_evaluator(
-        _pivot_config(tracking={"enabled": True}, pivot={"evaluator": evaluator}), tmp_path / "e1"
+        _pivot_config(tracking={"enabled": True}, settings={"evaluator": evaluator}), tmp_path / "e1"
     )
-    config = _pivot_config(tracking={"enabled": True}, pivot={"evaluator_from": "models:/cartpole-evaluator@champion"})
+    config = _pivot_config(
+        tracking={"enabled": True}, settings={"evaluator_from": "models:/cartpole-evaluator@champion"}
+    )
     summary = train(config, tmp_path / "run", interactive=False)
     recorded = (tmp_path / "run" / "config.yaml").read_text()
     assert f"models:/cartpole-evaluator/{first['registered_version']}" in recorded  # pinned, not the alias
     # another evaluator takes the alias after the run
     second = pretrain_evaluator(
-        _pivot_config(seed=9, tracking={"enabled": True}, pivot={"evaluator": evaluator}), tmp_path / "e2"
+        _pivot_config(seed=9, tracking={"enabled": True}, settings={"evaluator": evaluator}), tmp_path / "e2"
     )
     client.set_registered_model_alias("cartpole-evaluator", "champion", second["registered_version"])
     result = audit(summary["mlflow_run_id"], keep=tmp_path / "audit")
