@@ -464,8 +464,8 @@ def wrap_prose(text: str, width: int = PROSE_WIDTH) -> str:
         if line.lstrip().startswith("```"):
             fenced = not fenced
         item = _LIST_ITEM.match(line)
-        plain = not (fenced or line.startswith(("|", "#", "<", " ")) and not item)
-        if len(line) <= width or not plain:
+        structure = line.startswith(("|", "#", "<", " ")) and not item  # a table, heading, HTML or indented code
+        if fenced or structure or len(line) <= width:
             lines.append(line)
             continue
         indent = " " * len(item.group(0)) if item else ""

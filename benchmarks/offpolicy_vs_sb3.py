@@ -73,15 +73,15 @@ holds are skipped and the new rows join that batch. ``--report-only`` re-renders
 (``offpolicy_vs_sb3_<env>``) from the newest batch of that file at the given budget without running
 anything; ``--write`` puts the sections into ``docs/benchmarks.md``.
 
-Run from the repository root, one env per command. Rough cost per run, each side, one core: SAC Pendulum 20k
-about 6 minutes and DQN CartPole 50k about 1.5 minutes (measured); SAC HalfCheetah 100k about 20-30 minutes
-(90k gradient steps at Pendulum's ~13 ms each) and DQN LunarLander 100k about 4-8 minutes (100k gradient steps
-of batch 128 at ~2-3 ms each) are estimates from 600-step smoke runs, not measured end to end::
+Run from the repository root, one env per command. Cost per run, each side, one core, as measured on this
+project's 2-core host (2026-12-06): SAC Pendulum 20k about 3.6 minutes (frugalrl) and 4.3 (SB3), DQN CartPole
+50k about 40 s and 46 s. SAC HalfCheetah 100k (about 20-30 minutes a run) and DQN LunarLander 100k (about 4-8
+minutes) are estimates from 600-step smoke runs, not measured end to end::
 
     nohup python -m benchmarks.offpolicy_vs_sb3 --env Pendulum-v1 --write > /tmp/offpolicy_pendulum.log 2>&1 &
-        # 5 seeds x 2: about 1 hour
+        # 5 seeds x 2: about 40 minutes
     nohup python -m benchmarks.offpolicy_vs_sb3 --env CartPole-v1 --write > /tmp/offpolicy_cartpole.log 2>&1 &
-        # 5 seeds x 2: about 15 minutes
+        # 5 seeds x 2: about 8 minutes
     nohup python -m benchmarks.offpolicy_vs_sb3 --env LunarLander-v3 --write > /tmp/offpolicy_lunar.log 2>&1 &
         # 5 seeds x 2: about 40-80 minutes (estimate)
     nohup python -m benchmarks.offpolicy_vs_sb3 --env HalfCheetah-v5 --write > /tmp/offpolicy_cheetah.log 2>&1 &

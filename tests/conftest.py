@@ -248,3 +248,23 @@ def files_holding(root: Path, secret: str) -> list[str]:
     but the user's own inputs (``root/inputs``)."""
     files = [p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_relative_to(root / "inputs")]
     return [str(p.relative_to(root)) for p in files if secret.encode() in p.read_bytes()]
+
+
+# The longest test files start first. With two workers taking tests in collection order, a five-minute test
+# collected late ends the suite minutes after the other worker ran dry; started first, the rest fills in
+# beside it. Measured per test in .ci/run's --durations list (docs/benchmarks.md, "The suite and the demo").
+LONGEST_FIRST = (
+    "test_cluster_execution.py",  # about 5.5 min
+    "test_soak.py",  # about 2 min
+    "test_plain_mlflow.py",
+    "test_mlflow_server.py",
+    "test_packaging.py",
+    "test_custom_env.py",
+    "test_pipeline.py",
+    "test_credentials.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: within a file, the file's order
