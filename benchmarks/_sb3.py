@@ -7,7 +7,9 @@
 - ``eval_returns``: a trained SB3 model scored as frugalrl's evaluator scores a run: episode i reset with
   seed ``EVAL_SEED`` + i;
 - ``describe``: SB3's keyword arguments as a rendered section names them;
-- ``figure_row`` / ``header_lines``: a row of a section's summary table and the section's first lines.
+- ``figure_row`` / ``header_lines`` / ``summary_table`` / ``RATIOS_LINE`` / ``section``: a row of a section's
+  summary table, the section's first lines, the summary table, the line saying what the ratios are, and the
+  section put together.
 """
 
 from __future__ import annotations
@@ -125,3 +127,28 @@ def header_lines(rows: Sequence[dict], name: str) -> list[str]:
         f"- load average (1/5/15 min) at start: {first['load_before']}; at end: {last['load_after']}; "
         f"1-min load after each run: {_report.mmm(loads, '{:.2f}')}",
     ]
+
+
+RATIOS_LINE = (
+    "- ratios are frugalrl / SB3 (below 1: frugalrl is faster, or has the lower return); 'ratio of medians' "
+    "divides the two medians, 'per seed' takes the median (min-max) of the paired per-seed ratios; a return "
+    "ratio is only given where both returns are above 0."
+)
+SUMMARY_HEADER = (
+    "figure, median (min-max)",
+    "frugalrl",
+    "Stable-Baselines3",
+    "frugalrl / SB3: ratio of medians",
+    "frugalrl / SB3: per seed, median (min-max)",
+)
+
+
+def summary_table(rows: Sequence[Sequence[str]]) -> str:
+    """The section's summary table: one ``figure_row`` (or a row of the same five cells) per figure."""
+    return _report.markdown_table(SUMMARY_HEADER, rows)
+
+
+def section(title: str, lines: Sequence[str], target: str, summary: str, per_seed: str) -> str:
+    """A section: its title line, the lines saying how it was measured, the target's verdict, the summary table,
+    then the per-seed table."""
+    return "\n".join([title, "", *lines, "", target, "", summary, "", "Per seed:", "", per_seed])

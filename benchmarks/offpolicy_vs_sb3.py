@@ -366,16 +366,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         row("gradient steps", [r.get("gradient_steps") for r in fr], [r.get("gradient_steps") for r in sb], "{:,}"),
         ["frugalrl time split (summary.json), s", "; ".join(split_cells), "", "", ""],
     ]
-    summary = _report.markdown_table(
-        [
-            "figure, median (min-max)",
-            "frugalrl",
-            "Stable-Baselines3",
-            "frugalrl / SB3: ratio of medians",
-            "frugalrl / SB3: per seed, median (min-max)",
-        ],
-        table,
-    )
+    summary = _sb3.summary_table(table)
 
     header = [
         "seed",
@@ -436,25 +427,15 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         "(frugalrl: `summary['eval_mean']`; SB3: same seeds, `model.predict(obs, deterministic=True)`); "
         + ("SAC: the squashed mean action." if spec.algo == "sac" else "DQN: the greedy action."),
         "- gradient steps: frugalrl `summary.json` (`gradient_updates`, SAC `optimizer_steps`), SB3 `_n_updates`.",
-        "- ratios are frugalrl / SB3 (below 1: frugalrl is faster, or has the lower return); 'ratio of medians' "
-        "divides the two medians, 'per seed' takes the median (min-max) of the paired per-seed ratios; a return "
-        "ratio is only given where both returns are above 0.",
+        _sb3.RATIOS_LINE,
         "- Other processes may share the machine; see the load average.",
     ]
-    return "\n".join(
-        [
-            f"{algo} on {spec.env_id}, RL Zoo hyperparameters on both sides (see the script's docstring).",
-            "",
-            *lines,
-            "",
-            target_line(clock, fr_ret, sb_ret, budget_note),
-            "",
-            summary,
-            "",
-            "Per seed:",
-            "",
-            per_seed,
-        ]
+    return _sb3.section(
+        f"{algo} on {spec.env_id}, RL Zoo hyperparameters on both sides (see the script's docstring).",
+        lines,
+        target_line(clock, fr_ret, sb_ret, budget_note),
+        summary,
+        per_seed,
     )
 
 

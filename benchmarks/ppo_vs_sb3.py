@@ -450,16 +450,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
     table.append(["frugalrl time split (summary.json), s", "; ".join(split), "", "", ""])
     compiles = sorted({f"{r.get('compile') or 'not in summary.json'} (config: {r.get('compile_config')})" for r in fr})
     table.append(["frugalrl compile mode (summary.json)", ", ".join(compiles), "", "", ""])
-    summary = _report.markdown_table(
-        [
-            "figure, median (min-max)",
-            "frugalrl",
-            "Stable-Baselines3",
-            "frugalrl / SB3: ratio of medians",
-            "frugalrl / SB3: per seed, median (min-max)",
-        ],
-        table,
-    )
+    summary = _sb3.summary_table(table)
 
     header = [
         "seed",
@@ -525,9 +516,7 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
             else ""
         )
         + ").",
-        "- ratios are frugalrl / SB3 (below 1: frugalrl is faster, or has the lower return); 'ratio of medians' "
-        "divides the two medians, 'per seed' takes the median (min-max) of the paired per-seed ratios; a return "
-        "ratio is only given where both returns are above 0.",
+        _sb3.RATIOS_LINE,
     ]
     if spec.reach is not None:
         lines.append(
@@ -537,20 +526,12 @@ def render(spec: EnvSpec, rows: list[dict], timesteps: int) -> str:
         )
     lines.append("- Other processes may share the machine; see the load average.")
     tl = target_line(spec, n, time_per_seed, time_of_medians, fr_ret, sb_ret, budget_note)
-    return "\n".join(
-        [
-            f"PPO on {spec.env_id}, RL Zoo hyperparameters on both sides (see the script's docstring).",
-            "",
-            *lines,
-            "",
-            tl,
-            "",
-            summary,
-            "",
-            "Per seed:",
-            "",
-            per_seed,
-        ]
+    return _sb3.section(
+        f"PPO on {spec.env_id}, RL Zoo hyperparameters on both sides (see the script's docstring).",
+        lines,
+        tl,
+        summary,
+        per_seed,
     )
 
 
