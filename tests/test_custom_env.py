@@ -235,3 +235,20 @@ def test_the_pipeline_runs_the_env_in_containers_of_an_image_built_with_it(tmp_p
     ours = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
     assert played["env_id"] == ours["env_id"] == f"{name}:Reach1D-v0"
     assert played["returns"] == pytest.approx(ours["returns"], rel=1e-5)  # same seeds, same deterministic actions
+
+
+def test_a_race_runs_on_the_users_env(tmp_path, modules, capsys):
+    """The page's race command (one seed of one CPU-second here) on the page's env: rows, table, decision."""
+    name = modules(_block("The example env module", "python"))
+    command = _block("Which technique pays on it?", "bash").split()
+    assert command[:2] == ["frugalrl", "race"]
+    argv = [part.replace("reach.yaml", str(_config(tmp_path, name))) for part in command[1:]]
+    argv[argv.index("--seeds") + 1], argv[argv.index("--cpu-budget-s") + 1] = "1", "1"
+    argv[argv.index("--out") + 1] = str(tmp_path / "race")
+    main(argv)
+    out = capsys.readouterr().out
+    rows = [json.loads(line) for line in (tmp_path / "race" / "rows.jsonl").read_text().splitlines()]
+    assert sorted((r["contender"], r["seed"]) for r in rows) == [("plain", 1), ("random-skip", 1)]
+    assert all(r["stopped_by_cpu_budget"] and -20 <= r["score"] <= 0 for r in rows)
+    assert "Decision: too few seeds to decide" in out
+    assert f"{name}:Reach1D-v0" in (tmp_path / "race" / "runs" / "plain-seed1" / "config.yaml").read_text()

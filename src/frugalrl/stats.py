@@ -6,8 +6,10 @@
 - ``stratified_bootstrap_iqm``: the IQM over runs of several tasks with rliable's stratified-bootstrap
   interval (each replicate resamples the runs of each task apart), so the interval is over seeds.
 - ``bootstrap_iqm_difference``: the IQM difference of two contenders' independent runs, with its interval.
+- ``probability_of_improvement``: P(a run of X scores above a run of Y), ties counted half (rliable's
+  ``probability_of_improvement``), with its stratified-bootstrap interval.
 - ``paired_bootstrap``, ``paired_one_sided``, ``welch_one_sided``: the promotion gate's tests of
-  "a beats b" (paired by seed where the seeds match).
+  "a beats b" (paired by seed where the seeds match); ``paired_bootstrap`` is also the race's decision.
 
 Every resampling is seeded: the same numbers in give the same interval out. Why not rliable itself:
 its newest release (1.2.0) needs ``arch<8``, arch 7 fails to import under pandas 3 (this project's
@@ -74,6 +76,28 @@ def bootstrap_iqm_difference(
     ]
     low, high = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
     return interquartile_mean(a) - interquartile_mean(b), float(low), float(high)
+
+
+def _improvement(x: np.ndarray, y: np.ndarray) -> float:
+    """P(X > Y) + P(X = Y) / 2 over every pair of one run of x and one of y (the Mann-Whitney U over n*m)."""
+    greater = (x[:, None] > y[None, :]).mean()
+    equal = (x[:, None] == y[None, :]).mean()
+    return float(greater + 0.5 * equal)
+
+
+def probability_of_improvement(
+    x: Sequence[float], y: Sequence[float], reps: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """The probability that a run of ``x`` scores above a run of ``y`` on this task (ties count half), with a
+    percentile interval from replicates that resample each side's runs apart (rliable's stratified bootstrap on
+    one task). 0.5: no tendency either way."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    rng = np.random.default_rng(seed)
+    samples = [
+        _improvement(x[rng.integers(0, len(x), len(x))], y[rng.integers(0, len(y), len(y))]) for _ in range(reps)
+    ]
+    low, high = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
+    return _improvement(x, y), float(low), float(high)
 
 
 def welch_one_sided(a: np.ndarray, b: np.ndarray, margin: float = 0.0) -> float:

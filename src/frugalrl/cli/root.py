@@ -25,6 +25,8 @@ COMMANDS = {
                          "Train a policy; writes OUT/summary.json, a checkpoint and the resolved config."),
     "tune": LazyCommand("frugalrl.cli.training:tune", "Search the config's tuning.space with Optuna; several "
                         "workers may share one study (OPTUNA_STORAGE)."),
+    "race": LazyCommand("frugalrl.cli.race:race",
+                        "Race techniques at equal CPU on your task over paired seeds; a table and a decision."),
     "audit": LazyCommand("frugalrl.cli.audit:audit", "Re-run a tracked run on its recorded commit and config; "
                          "exit 0 if its metrics reproduce, 1 if not."),
     "probe-latent": LazyCommand("frugalrl.cli.latent:probe_latent_command",
@@ -55,7 +57,7 @@ app = LazyGroup(lazy=COMMANDS, name="frugalrl", no_args_is_help=True,
                 help="frugalrl: cheaper RL training, every run auditable.")  # fmt: skip
 
 
-LIST_OPTIONS = ("--games",)  # options that take several values after one flag, as users type lists
+LIST_OPTIONS = ("--games", "--contenders")  # options that take several values after one flag, as users type lists
 
 
 def spread_list_options(argv: list[str]) -> list[str]:

@@ -1,0 +1,82 @@
+"""The worked races of docs/race.md: each one's ``frugalrl race`` command, its kept files, its table.
+
+A race keeps its own rows (``RACE/rows.jsonl``, ``RACE/race.json``); this script runs a worked race with the
+command the page shows (or resumes it, where ``runs/race-NAME`` holds it), copies those two files to
+``benchmarks/results/races/NAME/`` and renders the page's section from them with the command's own code
+(``frugalrl.race``), so ``--report-only --check`` says whether the page shows what the kept rows say.
+
+    python -m benchmarks.race_examples --race cartpole --write
+    python -m benchmarks.race_examples --race roadrunner --write
+    python -m benchmarks.race_examples --report-only --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+
+from frugalrl.race import judge
+from frugalrl.race.runs import RACE_FILE, ROWS_FILE
+from frugalrl.race.table import render
+
+from . import _report
+
+DOC = _report.REPO_ROOT / "docs" / "race.md"
+KEPT = _report.RESULTS_DIR / "races"
+RACES = {
+    "cartpole": ["--config", "configs/cartpole-ppo.yaml", "--contenders", "plain", "random-skip", "--seeds", "5",
+                 "--cpu-budget-s", "15"],
+    "roadrunner": ["--config", "configs/atari100k-ppo.yaml", "--set", "env.id=ALE/RoadRunner-v5", "--set",
+                   "eval.episodes=10", "--contenders", "plain", "latent=configs/roadrunner-latent.yaml", "--seeds",
+                   "5", "--cpu-budget-s", "90"],
+}  # fmt: skip
+
+
+def section(name: str) -> str:
+    """The page's section for race ``name``, from its kept files."""
+    race = json.loads((KEPT / name / RACE_FILE).read_text())
+    rows = [json.loads(line) for line in (KEPT / name / ROWS_FILE).read_text().splitlines() if line.strip()]
+    verdicts, winner, bar = judge(rows, [c["name"] for c in race["contenders"]])
+    command = " ".join(["frugalrl", "race", *RACES[name], "--out", f"runs/race-{name}"])
+    runs = f"{len(rows)} runs kept in `benchmarks/results/races/{name}/` ({ROWS_FILE}, {RACE_FILE})"
+    return _report.wrap_prose(f"```bash\n{command}\n```\n\n{render(race, verdicts, winner, bar)}\n{runs}.")
+
+
+def run(name: str) -> None:
+    out = _report.REPO_ROOT / "runs" / f"race-{name}"
+    command = [sys.executable, "-m", "frugalrl", "race"]
+    command += ["--resume", str(out)] if (out / RACE_FILE).is_file() else [*RACES[name], "--out", str(out)]
+    subprocess.run(command, check=True, cwd=_report.REPO_ROOT)
+    (KEPT / name).mkdir(parents=True, exist_ok=True)
+    for file in (RACE_FILE, ROWS_FILE):
+        shutil.copyfile(out / file, KEPT / name / file)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--race", nargs="+", choices=list(RACES), default=None, help="default: every kept race")
+    parser.add_argument("--report-only", action="store_true", help="render from the kept files alone, run nothing")
+    parser.add_argument("--write", action="store_true", help="put the sections into docs/race.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless docs/race.md holds exactly this")
+    args = parser.parse_args()
+    names = args.race or [n for n in RACES if (KEPT / n / ROWS_FILE).is_file()]
+    failed = []
+    for name in names:
+        if not args.report_only:
+            run(name)
+        text = section(name)
+        print(text)
+        key = f"race_{name}"
+        if args.write:
+            _report.write_section(key, text, path=DOC)
+        if args.check and _report.doc_section(key, DOC) != text.strip():
+            failed.append(key)
+    if failed:
+        sys.exit(f"docs/race.md sections {', '.join(failed)} are not what their kept rows render")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""``frugalrl race``: contenders refused before anything runs, the statistics and the decision from rows, and a
+tiny race end to end (killed, then resumed without re-running a finished run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import runpy
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from frugalrl.cli import main
+from frugalrl.errors import ConfigError
+from frugalrl.race import MIN_SEEDS, parse_contenders
+from frugalrl.race.verdict import BETTER, CONTROL, NO_DIFFERENCE, TOO_FEW, WORSE, judge
+from frugalrl.stats import probability_of_improvement
+
+from .conftest import REPO
+
+CARTPOLE = REPO / "configs" / "cartpole-ppo.yaml"
+SAC = REPO / "configs" / "pendulum-sac.yaml"
+
+
+# --------------------------------------------------------------------------- contenders
+def test_builtins_become_config_changes_and_plain_resets_the_seams():
+    plain, skip, pivot = parse_contenders(["plain", "random-skip", "pivot"], CARTPOLE)
+    assert plain.overrides == ()  # cartpole-ppo already runs every sample with fixed hyperparameters
+    assert skip.overrides == ("selection.kind=random", "selection.settings={}")
+    assert pivot.overrides == ("selection.kind=pivot", "selection.settings={}")
+    plain, prio = parse_contenders(["plain", "prioritized"], SAC)
+    assert prio.overrides == ("replay.kind=prioritized", "replay.settings={}")
+    # a config that already runs pivot: plain turns it off, pivot keeps the config's own settings
+    plain, pivot = parse_contenders(["plain", "pivot"], REPO / "configs" / "cartpole-pivot.yaml")
+    assert plain.overrides == ("selection.kind=all", "selection.settings={}") and pivot.overrides == ()
+
+
+def test_variants_and_other_configs(tmp_path):
+    _, variant, other = parse_contenders(
+        ["plain", "skip50:selection.kind=random;selection.settings.keep_fraction=0.5", f"mine={CARTPOLE}"], CARTPOLE
+    )
+    assert variant.name == "skip50" and variant.overrides == ("selection.kind=random",
+                                                              "selection.settings.keep_fraction=0.5")  # fmt: skip
+    assert other.name == "mine" and other.config == CARTPOLE and other.overrides == ()
+
+
+@pytest.mark.parametrize(
+    ("config", "specs", "says"),
+    [
+        (SAC, ["plain", "random-skip"], "contender random-skip does not fit this config's learner (sac)"),
+        (CARTPOLE, ["plain", "tiered"], "contender tiered does not fit this config's learner (ppo)"),
+        (CARTPOLE, ["plain"], "a race needs two contenders or more"),
+        (CARTPOLE, ["plain", "turbo"], "unknown contender 'turbo'"),
+        (CARTPOLE, ["plain", "plain"], "contender plain is named twice"),
+        (CARTPOLE, ["plain", "x:selection.kind=nonsense"], "selection.kind"),
+        (CARTPOLE, ["plain", f"sac={SAC}"], "contender sac trains Pendulum-v1 and the race's config CartPole-v1"),
+        (CARTPOLE, ["plain", "x=missing.yaml"], "config missing.yaml does not exist"),
+        (CARTPOLE, ["plain", "random-skip:ppo.gamma=0.9"], "label 'random-skip' must be"),
+    ],
+)
+def test_a_contender_that_does_not_fit_is_refused_in_one_line(config, specs, says):
+    with pytest.raises(ConfigError) as refused:
+        parse_contenders(specs, config)
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_command_refuses_before_writing(tmp_path, capsys):
+    out = tmp_path / "race"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["race", "--config", str(SAC), "--contenders", "plain", "random-skip", "--cpu-budget-s", "2",
+              "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and "does not fit" in err[0]
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------- statistics and the decision
+def test_probability_of_improvement_counts_pairs_and_ties_half():
+    assert probability_of_improvement([3, 4], [1, 2])[0] == 1.0
+    assert probability_of_improvement([1, 2], [3, 4])[0] == 0.0
+    assert probability_of_improvement([1, 2], [1, 2])[0] == 0.5  # (0 + 0.5 + 1 + 0.5) / 4
+    point, low, high = probability_of_improvement([1, 5, 9, 2, 7], [3, 4, 6, 8, 0])
+    assert point == pytest.approx(14 / 25) and 0 <= low <= point <= high <= 1
+
+
+def _rows(name: str, scores: list[float], cpu_to_reach: float | None = None) -> list[dict]:
+    rows = []
+    for seed, score in enumerate(scores, start=1):
+        curve = [[1.0, 0.0], [cpu_to_reach, 100.0]] if cpu_to_reach else [[1.0, 0.0], [5.0, 50.0]]
+        rows.append({"contender": name, "seed": seed, "score": score, "train_cpu_s": 10.0, "env_steps": 1000,
+                     "curve": curve})  # fmt: skip
+    return rows
+
+
+def test_the_decision_needs_the_paired_interval_to_exclude_zero():
+    control = _rows("plain", [100, 110, 90, 105, 95], cpu_to_reach=8.0)
+    rows = [*control, *_rows("up", [120, 131, 109, 124, 118], 4.0), *_rows("down", [80, 91, 70, 86, 74]),
+            *_rows("same", [101, 108, 92, 104, 96], 8.0)]  # fmt: skip
+    verdicts, winner, bar = judge(rows, ["plain", "up", "down", "same"])
+    by = {v.name: v for v in verdicts}
+    assert [by[n].verdict for n in ("plain", "up", "down", "same")] == [CONTROL, BETTER, WORSE, NO_DIFFERENCE]
+    assert winner == "up" and bar == 100.0
+    assert by["up"].improvement[0] > 0.9 and by["down"].improvement[0] < 0.1
+    assert by["up"].cpu_to_threshold == 4.0 and by["up"].reached == 5 and by["down"].reached == 0
+
+
+def test_fewer_seeds_than_the_minimum_decide_nothing():
+    rows = [*_rows("plain", [100, 110, 90]), *_rows("up", [200, 210, 190])]
+    verdicts, winner, _ = judge(rows, ["plain", "up"])
+    assert verdicts[1].verdict == TOO_FEW and verdicts[1].paired_seeds == 3 < MIN_SEEDS and winner == "plain"
+    assert np.isclose(verdicts[1].paired[0], 100.0)
+
+
+# --------------------------------------------------------------------------- end to end
+def _race(out: Path, *extra: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "frugalrl", "race", "--config", str(CARTPOLE), "--contenders", "plain",
+               "random-skip", "--seeds", "2", "--cpu-budget-s", "2", "--out", str(out), *extra]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+
+
+def test_a_killed_race_resumes_without_running_finished_runs_again(tmp_path):
+    out = tmp_path / "race"
+    race = _race(out)
+    rows = out / "rows.jsonl"
+    deadline = time.monotonic() + 120
+    while not (rows.is_file() and rows.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(race.pid, signal.SIGKILL)  # the race and the run it had started
+    race.wait()
+    first = json.loads(rows.read_text().splitlines()[0])
+    kept_summary = (out / first["run"] / "summary.json").stat().st_mtime_ns
+
+    resumed = subprocess.run([sys.executable, "-m", "frugalrl", "race", "--resume", str(out)], capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    lines = rows.read_text().splitlines()
+    pairs = [(r["contender"], r["seed"]) for r in map(json.loads, lines)]
+    assert sorted(pairs) == [("plain", 1), ("plain", 2), ("random-skip", 1), ("random-skip", 2)]
+    assert (out / first["run"] / "summary.json").stat().st_mtime_ns == kept_summary  # not trained again
+    assert "runs kept from before" in resumed.stdout
+    assert "Decision: too few seeds to decide (2 paired; a verdict needs 5)" in resumed.stdout
+    decision = json.loads((out / "decision.json").read_text())
+    assert decision["winner"] == "plain" and {c["verdict"] for c in decision["contenders"]} == {"control", TOO_FEW}
+    # the same directory as a new race: refused, pointing at --resume; nothing there changes
+    again = _race(out)
+    text, _ = again.communicate(timeout=60)
+    assert again.returncode == 2 and f"continue it with frugalrl race --resume {out}" in text
+    assert rows.read_text().splitlines() == lines
+
+
+def test_the_worked_races_on_the_page_are_what_their_kept_rows_render(monkeypatch):
+    """``python -m benchmarks.race_examples --report-only --check``: docs/race.md's tables from the kept races."""
+    page = (REPO / "docs" / "race.md").read_text()
+    kept = {p.name for p in (REPO / "benchmarks" / "results" / "races").iterdir() if (p / "rows.jsonl").is_file()}
+    assert {f"race_{name}" for name in kept} <= set(re.findall(r"<!-- BEGIN (\w+) -->", page))
+    monkeypatch.setattr(sys, "argv", ["race_examples.py", "--report-only", "--check"])
+    try:
+        runpy.run_module("benchmarks.race_examples", run_name="__main__")
+    except SystemExit as exc:
+        assert exc.code in (None, 0), exc.code
