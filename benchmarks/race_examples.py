@@ -42,7 +42,7 @@ def section(name: str) -> str:
     verdicts, winner, bar = judge(rows, [c["name"] for c in race["contenders"]])
     command = " ".join(["frugalrl", "race", *RACES[name], "--out", f"runs/race-{name}"])
     runs = f"{len(rows)} runs kept in `benchmarks/results/races/{name}/` ({ROWS_FILE}, {RACE_FILE})"
-    return _report.wrap_prose(f"```bash\n{command}\n```\n\n{render(race, verdicts, winner, bar)}\n{runs}.")
+    return _report.wrap_prose(f"```bash\n{command}\n```\n\n{render(race, verdicts, winner, bar, rows)}\n{runs}.")
 
 
 def run(name: str) -> None:

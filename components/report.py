@@ -18,6 +18,7 @@ def report(
     peft_adapted: Input[Model] = None,
     peft_comparison: Input[Artifact] = None,
     peft_promotion: Input[Markdown] = None,
+    race: Input[Markdown] = None,
 ):
     """Build the report with ``frugalrl.ops.steps.report_step``: one section per branch the profile ran."""
     from pathlib import Path
@@ -30,7 +31,9 @@ def report(
 
     branches = []
     if policy is not None:
-        branches.append(branch({"policy": policy}, promotion))
+        trained = branch({"policy": policy}, promotion)
+        trained["race"] = Path(race.path).read_text() if race is not None else ""
+        branches.append(trained)
     if latent_policy is not None:
         branches.append(branch({"encoder pretraining": encoder, "latent curriculum": latent_policy}, latent_promotion))
     if peft_source is not None:

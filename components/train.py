@@ -16,16 +16,18 @@ def train(
     stage: str = "",
     tuned: list = [],  # noqa: B006 - KFP needs a literal default
     seed: int = 0,
+    raced: list = [],  # noqa: B006 - KFP needs a literal default
 ):
     """Train a policy with ``frugalrl.ops.steps.train_step``; the Model artifact is the run directory.
 
     ``pretrained``: what pretraining stage ``stage`` produced; the library points the config at it.
-    ``tuned``: the best trial's overrides from the ``tune`` stage, applied last. ``seed``: 0 keeps the
+    ``raced``: the race winner's changes (the ``race`` stage), after ``overrides``. ``tuned``: the best
+    trial's overrides from the ``tune`` stage, applied last. ``seed``: 0 keeps the
     config's seed; another (a scheduled run's) replaces it.
     """
     from frugalrl.ops.steps import train_step, training_metrics
 
-    overrides = [str(o) for o in overrides] + [str(o) for o in tuned] + ([f"seed={seed}"] if seed else [])
+    overrides = [str(o) for o in [*overrides, *raced, *tuned]] + ([f"seed={seed}"] if seed else [])
     path = pretrained.path if pretrained is not None else ""
     summary = train_step(config_yaml, overrides, model.path, pipeline_run_id, pretrained=path, stage=stage)
     model.metadata.update(

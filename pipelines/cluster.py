@@ -1,12 +1,13 @@
 """Where a step lands on a cluster and what it is given there: one ``Placement`` for every task of a pipeline.
 
-Each task goes through exactly one of ``light`` (evaluation, registration, best trial, report), ``cpu``
-(collection; training, tuning and pretraining on the CPU pool) or ``gpu`` (training and pretraining whose
-config runs on a GPU), which set its requests, limits and deadline from the profile's ``resources``, and
-give it the tracking Secret: ``MLFLOW_TRACKING_URI`` (required), the server's credentials when the Secret
-holds them, and the artifact store's keys when the profile names an ``artifact_secret_name``. The Secret's
-name also travels as a plain variable (``FRUGALRL_TRACKING_SECRET``), so a step that finds no tracking URI
-can say which Secret to create (``frugalrl.tracking.store``). Optuna steps also take ``OPTUNA_STORAGE``.
+Each task goes through exactly one of ``light`` (evaluation, registration, best trial, race decision, report),
+``cpu`` (collection; training, tuning and pretraining on the CPU pool), ``race`` (a race's runs, one core each)
+or ``gpu`` (training and pretraining whose config runs on a GPU), which set its requests, limits and deadline
+from the profile's ``resources``, and give it the tracking Secret: ``MLFLOW_TRACKING_URI`` (required), the
+server's credentials when the Secret holds them, and the artifact store's keys when the profile names an
+``artifact_secret_name``. The Secret's name also travels as a plain variable (``FRUGALRL_TRACKING_SECRET``), so
+a step that finds no tracking URI can say which Secret to create (``frugalrl.tracking.store``). Optuna steps
+also take ``OPTUNA_STORAGE``.
 
 kfp.local ignores all of this (it runs steps with the host's environment); a compiled pipeline carries it
 to the cluster, and ``tests/cluster_executor.py`` executes the compiled IR the way a cluster would.
@@ -44,6 +45,10 @@ class Placement:
 
     def cpu(self, task: dsl.PipelineTask) -> dsl.PipelineTask:
         return self._place(task, self.resources.cpu)
+
+    def race(self, pool: str, task: dsl.PipelineTask) -> dsl.PipelineTask:
+        """A race's run: one core on the CPU pool (the ``race`` class), or the GPU class where it trains on one."""
+        return self.gpu(task) if pool == "gpu" else self._place(task, self.resources.race)
 
     def gpu(self, task: dsl.PipelineTask) -> dsl.PipelineTask:
         res = self.resources.gpu

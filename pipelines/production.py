@@ -1,7 +1,8 @@
 """The production DAG, built from a profile (``profiles/quick.yaml``, ``profiles/full.yaml``).
 
+    [race: contenders x seeds (ParallelFor) -> decision] ->
     [collect -> pretrain] -> tune workers (ParallelFor, one study) -> best trial
-        -> train (tuned, on what was pretrained) -> evaluate -> register (promotion gate)
+        -> train (the race's winner, tuned, on what was pretrained) -> evaluate -> register (promotion gate)
     [collect -> pretrain] -> curriculum training -> evaluate -> register          (the latent section)
     train source (SAC) -> evaluate -> register;  -> PEFT comparison -> evaluate -> register best adapted policy
 
@@ -31,7 +32,7 @@ from frugalrl.components.train import train
 from frugalrl.components.train_distributed import train_distributed
 from frugalrl.components.tune import tune_best, tune_worker
 from frugalrl.pipelines.cluster import Placement
-from frugalrl.pipelines.stages import evaluate_and_register_pipeline, pretrained_input
+from frugalrl.pipelines.stages import evaluate_and_register_pipeline, pretrained_input, race_stage
 from kfp import dsl
 
 from frugalrl import pretraining
@@ -101,22 +102,28 @@ def build_pipeline(profile: Profile) -> Any:
         place = Placement(profile.resources, profile.cluster, gpu_node_selector, gpu_toleration)
         run_id = dsl.PIPELINE_JOB_ID_PLACEHOLDER
         reported: dict[str, Any] = {}  # what the report stage reads
+        built: dict[Any, dict[str, Any]] = {}  # pretraining wired so far: one stage asked for twice runs once
         for section, branch in BRANCHES.items():
             stage: ProfileStage | None = getattr(profile.stages, section)
             if stage is None:
                 continue
             config, text, pool = profile.stage_config(stage), profile.stage_text(stage), profile.pool(stage)
-            inputs = pretrained_input(pretraining.needed_by(config), text, stage.overrides, place, pool)
+            inputs = pretrained_input(pretraining.needed_by(config), text, stage.overrides, place, pool, built)
+            raced: dict[str, Any] = {}  # the race winner's changes, for the tune workers, best trial and training
+            if branch.tunes and profile.race is not None:
+                decided = race_stage(profile.race_plan(), place, pool, run_id, profile.race.parallel, built)
+                raced["raced"] = decided.outputs["Output"]
+                reported["race"] = decided.outputs["table"]
             tuned: dict[str, Any] = {}
             if branch.tunes and config.tuning is not None and profile.tune.workers > 0:
                 tune_overrides = [*stage.overrides, *profile.tune.overrides]
                 with dsl.ParallelFor(items=list(range(profile.tune.workers)), name="tune-workers") as worker:
                     tuner = tune_worker(config_yaml=text, overrides=tune_overrides, worker=worker,
-                                        pipeline_run_id=run_id, **inputs)  # fmt: skip
+                                        pipeline_run_id=run_id, **inputs, **raced)  # fmt: skip
                     workers = place.optuna(place.on(pool, _training(tuner)))
                     workers.set_caching_options(False).set_display_name("Optuna worker")
                 best = place.optuna(place.light(tune_best(config_yaml=text, overrides=tune_overrides,
-                                                          pipeline_run_id=run_id)))  # fmt: skip
+                                                          pipeline_run_id=run_id, **raced)))  # fmt: skip
                 best.after(workers)
                 best.set_caching_options(False).set_display_name("best trial")
                 tuned["tuned"] = best.output
@@ -130,7 +137,8 @@ def build_pipeline(profile: Profile) -> Any:
                 trained.set_caching_options(False).set_display_name(f"train on {config.distributed.workers} workers")
             else:
                 trained = place.on(pool, _training(train(config_yaml=text, overrides=stage.overrides, seed=seed,
-                                                         pipeline_run_id=run_id, **inputs, **tuned)))  # fmt: skip
+                                                         pipeline_run_id=run_id, **inputs, **raced,
+                                                         **tuned)))  # fmt: skip
                 trained.set_caching_options(False).set_display_name(branch.train_name)
             model = trained.outputs["model"]
             promoted = _evaluate_register(gate, model, stage.model_name, _episodes(stage, eval_episodes), eval_seed,

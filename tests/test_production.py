@@ -14,7 +14,7 @@ from frugalrl.errors import ConfigError
 CPU_IMAGE = "registry.example.com/frugalrl@sha256:" + "c" * 64  # pinned fakes: a registry host and a digest
 CUDA_IMAGE = "registry.example.com/frugalrl-cuda@sha256:" + "d" * 64
 IMAGES = ("--image", CPU_IMAGE, "--cuda-image", CUDA_IMAGE)
-LIGHT = {"evaluate", "register", "report", "tune-best", "train-distributed"}  # the light class of step
+LIGHT = {"evaluate", "register", "report", "tune-best", "train-distributed", "race-decide"}  # the light class
 TUNE = {"tune-worker", "tune-best"}  # the steps that open the shared Optuna study
 
 
@@ -81,6 +81,8 @@ def test_full_profile_puts_only_the_gpu_stages_on_the_gpu_pool(tmp_path):
 def _class_of(executor: str, gpu: set[str]) -> str:
     if executor in gpu:
         return "gpu"
+    if _component(executor) == "race-run":
+        return "race"
     return "light" if _component(executor) in LIGHT else "cpu"
 
 
@@ -137,7 +139,7 @@ def test_a_compiled_profile_is_ready_for_a_cluster(tmp_path, capsys, profile, im
     assert is_pinned(training_image) and training_image == (CUDA_IMAGE if gpu else CPU_IMAGE)
     assert "NOT PINNED" not in ir["pipelineInfo"].get("description", "")
     if profile == "full":  # every class of step is there, each with its own budget
-        assert {_class_of(name, gpu) for name in executors} == {"light", "cpu", "gpu"}
+        assert {_class_of(name, gpu) for name in executors} == {"light", "cpu", "race", "gpu"}
         assert {_component(name) for name in executors if _component(name) in TUNE} == TUNE
 
 
@@ -209,13 +211,38 @@ def test_retries_on_training_and_caching_only_where_inputs_decide(tmp_path):
         inner = ir["components"][tasks[name]["componentRef"]["name"]]["dag"]["tasks"]
         assert set(inner) == {"evaluate", "register"}
         assert not any(task["cachingOptions"].get("enableCache", False) for task in inner.values()), name
-    loop = tasks["for-loop-2"]
+    loops = {task["taskInfo"]["name"]: name for name, task in tasks.items() if name.startswith("for-loop")}
+    loop = tasks[loops["tune-workers"]]
     assert loop["parameterIterator"]["items"]["raw"] == "[0, 1, 2, 3]"  # four Optuna workers share one study
-    assert "for-loop-2" in tasks["tune-best"]["dependentTasks"]
+    assert loops["tune-workers"] in tasks["tune-best"]["dependentTasks"]
     assert tasks["train"]["inputs"]["parameters"]["tuned"]["taskOutputParameter"]["producerTask"] == "tune-best"
     assert "pretrain" in loop["dependentTasks"]  # every trial starts from the pretrained evaluator
     assert tasks["pretrain"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "pivot"
     assert tasks["train"]["inputs"]["artifacts"]["pretrained"]["taskOutputArtifact"]["producerTask"] == "pretrain"
+
+
+def test_the_race_stage_runs_contenders_by_seeds_then_decides_what_tune_and_train_add(tmp_path):
+    """full's race: 3 contenders x 5 seeds as one ParallelFor (never cached, never retried), the pivot evaluator
+    the train stage pretrains built once for both, the decision's output added by the tune workers, the best
+    trial and the training step, its table in the report."""
+    ir, _ = _compile(tmp_path, "--profile", "full")
+    tasks = ir["root"]["dag"]["tasks"]
+    loops = {task["taskInfo"]["name"]: name for name, task in tasks.items() if name.startswith("for-loop")}
+    race = tasks[loops["race-runs"]]
+    runs = json.loads(race["parameterIterator"]["items"]["raw"])
+    assert [(r["contender"], r["seed"]) for r in runs[:4]] == [("plain", 1), ("pivot", 1), ("random-skip", 1),
+                                                              ("plain", 2)]  # fmt: skip
+    assert len(runs) == 15 and runs[2]["overrides"] == ["selection.kind=random", "selection.settings={}"]
+    inner = ir["components"][race["componentRef"]["name"]]["dag"]["tasks"]["race-run"]
+    assert not inner["cachingOptions"].get("enableCache", False) and "retryPolicy" not in inner
+    assert "pretrain" in race["dependentTasks"] and sum(name.startswith("pretrain") for name in tasks) == 2
+    decide = tasks["race-decide"]
+    assert decide["inputs"]["parameters"]["rows"]["taskOutputParameter"]["producerTask"] == loops["race-runs"]
+    for consumer in ("train", "tune-best"):
+        assert tasks[consumer]["inputs"]["parameters"]["raced"]["taskOutputParameter"]["producerTask"] == "race-decide"
+    tune = ir["components"][tasks[loops["tune-workers"]]["componentRef"]["name"]]["dag"]["tasks"]["tune-worker"]
+    assert tune["inputs"]["parameters"]["raced"]["componentInputParameter"]  # the decision, passed into the loop
+    assert tasks["report"]["inputs"]["artifacts"]["race"]["taskOutputArtifact"]["producerTask"] == "race-decide"
 
 
 def test_peft_branch_registers_the_best_adapted_policy_through_the_gate(tmp_path):
@@ -330,7 +357,8 @@ def test_report_has_curves_costs_decisions_and_peft(tmp_path):
     ir, _ = _compile(tmp_path, "--profile", "full")
     inputs = ir["root"]["dag"]["tasks"]["report"]["inputs"]["artifacts"]
     assert {"policy", "promotion", "encoder", "latent_policy", "latent_promotion", "peft_source",
-            "peft_source_promotion", "peft_adapted", "peft_comparison", "peft_promotion"} == set(inputs)  # fmt: skip
+            "peft_source_promotion", "peft_adapted", "peft_comparison", "peft_promotion",
+            "race"} == set(inputs)  # fmt: skip
 
 
 def test_multi_worker_training_on_gpu_becomes_a_trainjob_stage(tmp_path):

@@ -23,6 +23,7 @@ from .conftest import REPO
 
 TRAIN = {"config": "configs/cartpole-ppo.yaml", "model_name": "cartpole-policy"}
 CLASS = {"cpu_request": "4", "cpu_limit": "8", "memory_request": "16G", "memory_limit": "32G", "timeout_s": 3600}
+RACE = {"contenders": ["plain", "random-skip"], "cpu_budget_s": 5}
 
 
 def _write(tmp_path, data) -> str:
@@ -111,6 +112,8 @@ def test_defaults_are_on_the_model():
                   "timeout_s": 3600},
         "cpu": {"cpu_request": "2", "cpu_limit": "2", "memory_request": "4G", "memory_limit": "8G",
                 "timeout_s": 21600},
+        "race": {"cpu_request": "1", "cpu_limit": "1", "memory_request": "2G", "memory_limit": "8G",
+                 "timeout_s": 21600},
         "gpu": {"cpu_request": "4", "cpu_limit": "8", "memory_request": "16G", "memory_limit": "32G",
                 "timeout_s": 86400, "gpu_count": 1},
         "gpu_node_selector": {"cloud.google.com/gke-nodepool": "gpu-pool"},
@@ -156,10 +159,20 @@ def test_numbers_are_kubernetes_quantities():
     [
         ({"name": "x", "gpus": True}, "gpus: unknown key; allowed keys here: name, resources, cluster, stages"),
         ({"name": "x", "gpu": True}, "gpu: unknown key"),  # the old top-level flag: stages follow their configs now
-        ({"name": "x", "resources": {"cpus": 4}}, "resources.cpus: unknown key; allowed keys here: light, cpu, gpu,"),
+        ({"name": "x", "resources": {"cpus": 4}}, "resources.cpus: unknown key; allowed keys here: light, cpu, "
+         "race, gpu,"),
         ({"name": "x", "resources": {"gpu_count": 1}}, "resources.gpu_count: unknown key"),  # the old flat schema
         ({"name": "x", "stages": {"train": {**TRAIN, "model": "m"}}}, "stages.train.model: unknown key; allowed"),
-        ({"name": "x", "stages": {"evaluate": {}}}, "stages.evaluate: unknown key; allowed keys here: train, tune,"),
+        ({"name": "x", "stages": {"evaluate": {}}}, "stages.evaluate: unknown key; allowed keys here: race, train, "
+         "tune,"),
+        ({"name": "x", "stages": {"race": RACE}}, "stage race races the train stage's config, and the profile has no "
+         "train stage; add one"),
+        ({"name": "x", "stages": {"train": TRAIN, "race": {**RACE, "contenders": ["plain", "tiered"]}}},
+         "stage race: contender tiered does not fit this config's learner (ppo)"),
+        ({"name": "x", "stages": {"train": TRAIN, "race": {**RACE, "contenders": ["plain", "x=configs/a.yaml"]}}},
+         "stage race: contender x=configs/a.yaml names another config file; in a profile the contenders are"),
+        ({"name": "x", "stages": {"train": TRAIN, "race": {**RACE, "contenders": ["plain"]}}},
+         "stages.race.contenders = ['plain']: List should have at least 2 items"),
         ({"name": "x", "stages": {"tune": {"workers": "two"}}}, "stages.tune.workers = 'two': Input should be a valid"),
         ({"name": "x", "stages": {"tune": {"workers": -1}}}, "stages.tune.workers = -1: Input should be greater than"),
         ({"name": "x", "stages": {"train": {**TRAIN, "pool": "tpu"}}}, "stages.train.pool = 'tpu': Input should be "

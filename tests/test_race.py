@@ -165,3 +165,34 @@ def test_the_worked_races_on_the_page_are_what_their_kept_rows_render(monkeypatc
         runpy.run_module("benchmarks.race_examples", run_name="__main__")
     except SystemExit as exc:
         assert exc.code in (None, 0), exc.code
+
+
+@pytest.mark.slow  # about 1.5 minutes: 4 race runs, the decision, training, the gate and the report in kfp.local
+def test_a_profile_races_then_trains_the_winner_and_reports_the_race(tmp_path, capsys):
+    """A profile whose race stage puts a variant first (the control) against plain PPO, two seeds: too few to
+    decide, so the control wins and the training stage trains it; the report and MLflow hold the race."""
+    import mlflow
+    import yaml
+
+    profile = tmp_path / "race.yaml"
+    profile.write_text(yaml.safe_dump({
+        "name": "race-test",
+        "stages": {
+            "race": {"contenders": ["slow:ppo.learning_rate=0.0002", "plain"], "seeds": 2, "cpu_budget_s": 1,
+                     "parallel": 2},
+            "train": {"config": "configs/cartpole-ppo.yaml", "model_name": "cartpole-race-policy",
+                      "overrides": ["ppo.total_timesteps=2048", "eval.episodes=2"]},
+        },
+    }))  # fmt: skip
+    main(["pipeline", "run", "--profile", str(profile), "--root", str(tmp_path / "runs")])
+    assert "models:/cartpole-race-policy@" in capsys.readouterr().out
+    run_root = next((tmp_path / "runs").glob("frugalrl-production-race-test-*"))
+    trained = yaml.safe_load((run_root / "train" / "model" / "config.yaml").read_text())
+    assert trained["ppo"]["learning_rate"] == 0.0002  # the winner's change reached the training stage
+    report = next((tmp_path / "runs").glob("race-test-*-report.html")).read_text()
+    assert "Race: which technique this branch trains" in report and "too few seeds to decide" in report
+    (race,) = mlflow.search_runs(experiment_names=["frugalrl"], filter_string="tags.`frugalrl.kind` = 'race'",
+                                 output_format="list")  # fmt: skip
+    assert race.data.params["winner"] == "slow" and race.data.params["contenders"] == "slow,plain"
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(race.info.run_id, "race")}
+    assert {"race/rows.jsonl", "race/table.md", "race/decision.json", "race/race.png"} <= artifacts

@@ -56,5 +56,6 @@ def race(
     _, data = load_spec(out)
     verdicts, winner, bar = judge(rows, [c.name for c in spec.contenders])
     typer.echo("")
-    typer.echo(write(out, data, verdicts, winner, bar), nl=False)
-    typer.echo(f"rows: {out / 'rows.jsonl'}; table: {out / 'table.md'}; decision: {out / 'decision.json'}")
+    typer.echo(write(out, data, verdicts, winner, bar, rows)["table"], nl=False)
+    typer.echo(f"rows: {out / 'rows.jsonl'}; table: {out / 'table.md'}; decision: {out / 'decision.json'}; "
+               f"plot: {out / 'race.png'}")  # fmt: skip

@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from frugalrl import pretraining
 from frugalrl.config import ExperimentConfig, _describe, _Strict, load_config, read_text_file, yaml_mapping
 from frugalrl.credentials import redact_data, redact_text
 from frugalrl.envs.registry import is_atari
 from frugalrl.errors import ConfigError
+from frugalrl.race.contenders import parse_contenders
 
 # The patterns kfp's PipelineTask.set_cpu_*/set_memory_* accept, checked here so that a bad value is a
 # one-line error at load time rather than a kfp traceback at compile time.
@@ -97,6 +99,10 @@ def _cpu() -> StageResources:
     return StageResources(cpu_request="2", cpu_limit="2", memory_request="4G", memory_limit="8G", timeout_s=6 * 3600)
 
 
+def _race() -> StageResources:
+    return StageResources(cpu_request="1", cpu_limit="1", memory_request="2G", memory_limit="8G", timeout_s=6 * 3600)
+
+
 def _gpu() -> GpuResources:
     return GpuResources(cpu_request="4", cpu_limit="8", memory_request="16G", memory_limit="32G", timeout_s=24 * 3600)
 
@@ -104,15 +110,17 @@ def _gpu() -> GpuResources:
 class Resources(_Strict):
     """What each class of step asks for, and where GPU steps land.
 
-    ``light``: evaluation, registration, the best trial, the report. ``cpu``: collection, and every training,
-    tuning and pretraining step placed on the CPU pool. ``gpu``: the training and pretraining steps whose
-    config runs on a GPU (``ProfileStage.pool``). The node selector and toleration are the compiled
-    pipeline's defaults for its ``gpu_node_selector`` and ``gpu_toleration`` parameters (a run can pass
-    others): the names are the cluster's.
+    ``light``: evaluation, registration, the best trial, the race's decision, the report. ``cpu``: collection,
+    and every training, tuning and pretraining step placed on the CPU pool. ``race``: a race's runs on the CPU
+    pool (one torch thread each: one core, so each run's CPU-seconds are its own). ``gpu``: the training and
+    pretraining steps whose config runs on a GPU (``ProfileStage.pool``). The node selector and toleration are
+    the compiled pipeline's defaults for its ``gpu_node_selector`` and ``gpu_toleration`` parameters (a run
+    can pass others): the names are the cluster's.
     """
 
     light: StageResources = Field(default_factory=_light)
     cpu: StageResources = Field(default_factory=_cpu)
+    race: StageResources = Field(default_factory=_race)
     gpu: GpuResources = Field(default_factory=_gpu)
     gpu_node_selector: dict[str, str] = Field(
         default_factory=lambda: {"cloud.google.com/gke-nodepool": "gpu-pool"},
@@ -129,7 +137,7 @@ class Resources(_Strict):
         """A class written in part (``gpu: {gpu_count: 2}``) keeps its other defaults."""
         if not isinstance(data, dict):
             return data
-        defaults = {"light": _light, "cpu": _cpu, "gpu": _gpu}
+        defaults = {"light": _light, "cpu": _cpu, "race": _race, "gpu": _gpu}
         return {k: {**defaults[k]().model_dump(), **v} if k in defaults and isinstance(v, dict) else v
                 for k, v in data.items()}  # fmt: skip
 
@@ -182,7 +190,22 @@ class TuneStage(_Strict):
     overrides: list[str] = Field(default_factory=list, description="added to the train stage's overrides")
 
 
+class RaceStage(_Strict):
+    """An equal-CPU race on the train stage's config before it is tuned and trained (docs/race.md): contenders x
+    seeds as a ParallelFor, then one decision step; the winner's changes are what the tune and train stages add."""
+
+    contenders: list[str] = Field(
+        min_length=2, description="the control first: built-ins (plain, random-skip, fewer-epochs, pivot, "
+        "prioritized, tiered) or LABEL:KEY=VALUE[;KEY=VALUE] variants of the train stage's config",
+    )  # fmt: skip
+    seeds: int = Field(5, ge=1, description="paired seeds per contender; with fewer than 5 the race decides nothing")
+    cpu_budget_s: float = Field(gt=0, description="CPU-seconds of training per run (its step's process)")
+    overrides: list[str] = Field(default_factory=list, description="added to the train stage's for the race's runs")
+    parallel: int = Field(0, ge=0, description="runs at a time (the ParallelFor's parallelism); 0: every run at once")
+
+
 class Stages(_Strict):
+    race: RaceStage | None = None
     train: ProfileStage | None = None
     tune: TuneStage = Field(default_factory=TuneStage)
     latent: ProfileStage | None = None
@@ -214,6 +237,27 @@ class Profile(_Strict):
     @property
     def tune(self) -> TuneStage:
         return self.stages.tune
+
+    @property
+    def race(self) -> RaceStage | None:
+        return self.stages.race
+
+    def race_plan(self) -> dict[str, Any]:
+        """What the race stage runs and its decision step reads: the train stage's config (path and redacted
+        text), the contenders with their changes, the --set every run gets, the budget and the seeds."""
+        assert self.race is not None and self.train is not None
+        sets = [*self.train.overrides, *self.race.overrides]
+        contenders = parse_contenders(self.race.contenders, self._root / self.train.config, sets)
+        needs = []  # (contender, the pretraining stage its config needs)
+        for contender in contenders:
+            stage = pretraining.needed_by(load_config(self._root / self.train.config, [*sets, *contender.overrides]))
+            needs += [(contender, stage.name)] if stage else []
+        # the race builds one stage, from the first contender that needs it (_check_race refuses two)
+        pretrain = {"stage": needs[0][1], "sets": [*sets, *needs[0][0].overrides]} if needs else {}
+        return {"config": self.train.config, "config_yaml": self.stage_text(self.train), "sets": sets,
+                "contenders": [{**c.as_dict(), "config": self.train.config} for c in contenders],
+                "cpu_budget_s": self.race.cpu_budget_s, "seeds": list(range(1, self.race.seeds + 1)),
+                "pretrain": pretrain, "stages_needed": sorted({name for _, name in needs})}  # fmt: skip
 
     def stage_config(self, stage: ProfileStage) -> ExperimentConfig:
         """The stage's experiment config with its overrides, validated."""
@@ -290,12 +334,35 @@ def load_profile(name_or_path: str, root: Path) -> Profile:
                 f"profile {path.name}: stage {key} registers {stage.model_name!r} but {stage.config} logs no "
                 "MLflow model; add tracking.enabled=true to the stage's overrides"
             )
+    if profile.race is not None:
+        _check_race(path.name, profile)
     if profile.tune.workers and profile.train is not None:  # the tune workers' own --set, checked here too
         try:
             load_config(root / profile.train.config, [*profile.train.overrides, *profile.tune.overrides])
         except ConfigError as exc:
             raise ConfigError(f"profile {path.name}: stage tune: {exc}") from None
     return profile
+
+
+def _check_race(source: str, profile: Profile) -> None:
+    """A race stage races variants of the train stage's config, every contender fitting its learner and
+    needing one pretraining stage at most (the race builds it once): refused here, in one line, otherwise."""
+    if profile.train is None:
+        raise ConfigError(f"profile {source}: stage race races the train stage's config, and the profile has no "
+                          "train stage; add one")  # fmt: skip
+    files = [spec for spec in profile.race.contenders if "=" in spec.split(":", 1)[0]]
+    if files:
+        raise ConfigError(f"profile {source}: stage race: contender {files[0]} names another config file; in a "
+                          "profile the contenders are built-ins or LABEL:KEY=VALUE variants of the train stage's "
+                          "config (race other files with frugalrl race)")  # fmt: skip
+    try:
+        plan = profile.race_plan()
+    except ConfigError as exc:
+        raise ConfigError(f"profile {source}: stage race: {exc}") from None
+    if len(plan["stages_needed"]) > 1:
+        needed = ", ".join(plan["stages_needed"])
+        raise ConfigError(f"profile {source}: stage race: its contenders need pretraining stages {needed}; a race "
+                          "builds one: race those contenders apart")  # fmt: skip
 
 
 def _check_pool(source: str, key: str, stage: ProfileStage, device: str) -> None:

@@ -233,6 +233,7 @@ class Branch:
     decisions: list[str] = field(default_factory=list)
     peft_dir: Path | None = None
     videos: list[tuple[str, Path | str]] = field(default_factory=list)  # caption, GIF or why there is none
+    race: str = ""  # the race before this branch's training (frugalrl.race's table), as markdown
 
     def peft_summary(self) -> dict[str, Any] | None:
         path = self.peft_dir / "summary.json" if self.peft_dir is not None else None
@@ -252,6 +253,8 @@ def _branch(branch: Branch) -> str:
     parts = [f"<section><h2>{html.escape(branch.title)}</h2>"]
     if branch.videos:
         parts.append(_videos(branch.videos))
+    if branch.race:
+        parts += ["<h3>Race: which technique this branch trains</h3>", _markdown(branch.race)]
     if branch.decisions:
         parts += ["<h3>Promotion</h3>", *[_markdown(d) for d in branch.decisions]]
     curved = [run for run in branch.runs if run.curve()[0]]

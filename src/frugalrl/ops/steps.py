@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,6 +29,9 @@ from frugalrl.ops.video import record_episode
 from frugalrl.peft.compare import compare
 from frugalrl.policy_store import load_policy_file, registered_policy_file
 from frugalrl.pretraining import PretrainStage
+from frugalrl.race.runs import ROWS_FILE, RUN_SETS, run_row
+from frugalrl.race.table import write as write_race
+from frugalrl.race.verdict import judge
 from frugalrl.tracking.artifacts import resolve_artifact
 from frugalrl.tracking.models import model_card
 from frugalrl.tracking.provenance import PIPELINE_RUN_ENV, pretrained_inputs
@@ -64,10 +69,14 @@ def _pretraining(config: ExperimentConfig, stage: str) -> PretrainStage:
 
 
 def _with_pretrained(config_yaml: str, overrides: list[str], pretrained: str, stage: str) -> list[str]:
-    """``overrides`` and, with ``pretrained``, the stage's override pointing the config at it."""
+    """``overrides`` and, with ``pretrained``, the stage's override pointing the config at it, where the config
+    with ``overrides`` needs that stage (a race's winner may not: plain PPO against the pivot it was raced with)."""
     if not pretrained:
         return overrides
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
+    needed = pretraining.needed_by(config)
+    if needed is None or (stage and needed.name != stage):
+        return overrides
     return [*overrides, _pretraining(config, stage).point_at(pretrained)]
 
 
@@ -86,6 +95,60 @@ def train_step(
     overrides = _with_pretrained(config_yaml, overrides, pretrained, stage)
     config = config_from_yaml_text(config_yaml, overrides, source="pipeline config")
     return train(config, out_dir, interactive=False, pipeline_run_id=pipeline_run_id)
+
+
+def race_run_step(
+    config_yaml: str,
+    overrides: list[str],
+    contender: str,
+    seed: int,
+    cpu_budget_s: float,
+    out_dir: str,
+    pretrained: str = "",
+    stage: str = "",
+) -> dict[str, Any]:
+    """One run of a race: ``contender`` (its changes already in ``overrides``) on ``seed``, stopped at
+    ``cpu_budget_s`` CPU-seconds of this step's process, one thread, tracking off; its row (``frugalrl.race``).
+    ``pretrained``/``stage``: as ``train_step``, used where the contender's config needs that stage."""
+    sets = [*overrides, *RUN_SETS, f"seed={seed}", f"cpu_budget_s={cpu_budget_s}"]
+    pointed = _with_pretrained(config_yaml, sets, pretrained, stage)
+    config = config_from_yaml_text(config_yaml, pointed, source="pipeline config")
+    start = time.perf_counter()
+    train(config, out_dir, interactive=False)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s, wall_s = usage.ru_utime + usage.ru_stime, time.perf_counter() - start
+    return run_row(contender, seed, Path(out_dir), cpu_s, wall_s, len(pointed) > len(sets), f"{contender}-seed{seed}")
+
+
+def race_decision_step(race: dict[str, Any], rows: list[dict[str, Any]], out_dir: str,
+                       pipeline_run_id: str = "none") -> dict[str, Any]:  # fmt: skip
+    """The race's decision from every run's row: ``table.md``, ``decision.json``, ``race.png`` and ``rows.jsonl``
+    in ``out_dir``, and (with tracking on in the raced config) an MLflow run holding them; returns the
+    decision (``winner``, ``overrides``: what the training stage adds, ``table``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = sorted(rows, key=lambda r: (r["seed"], [c["name"] for c in race["contenders"]].index(r["contender"])))
+    (out / ROWS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    verdicts, winner, bar = judge(rows, [c["name"] for c in race["contenders"]])
+    decision = write_race(out, race, verdicts, winner, bar, rows)
+    decision["overrides"] = next(c["overrides"] for c in race["contenders"] if c["name"] == winner)
+    config = config_from_yaml_text(race["config_yaml"], race["sets"], source="pipeline config")
+    if config.tracking.enabled:
+        import mlflow
+
+        mlflow.set_tracking_uri(check_tracking())
+        mlflow.set_experiment(config.tracking.experiment)
+        with mlflow.start_run(run_name=f"race-{config.name}", tags={"frugalrl.pipeline_run_id": pipeline_run_id,
+                                                                   "frugalrl.kind": "race"}) as run:  # fmt: skip
+            mlflow.log_params({"contenders": ",".join(c["name"] for c in race["contenders"]), "winner": winner,
+                               "cpu_budget_s": race["cpu_budget_s"], "seeds": len(race["seeds"]),
+                               "config": race["config"]})  # fmt: skip
+            for verdict in verdicts:
+                mlflow.log_metric(f"iqm.{verdict.name}", verdict.iqm[0])
+            for path in sorted(out.iterdir()):
+                mlflow.log_artifact(str(path), artifact_path="race")
+        decision["mlflow_run_id"] = run.info.run_id
+    return decision
 
 
 # What a training step reports as metrics, where its summary has them (curriculum runs add stage<i>_steps).
@@ -258,8 +321,8 @@ def register_step(run_dir: str, model_name: str, eval_returns: list[float], eval
 def report_step(branches: list[dict[str, Any]], out_html: str) -> dict[str, Any]:
     """Write the pipeline's HTML report; log it to the first run's MLflow run, each episode to its policy's.
 
-    A branch is ``{"runs": {label: run_dir}, "decisions": [markdown], "peft_dir": dir, "title": str}``;
-    all but ``runs`` are optional (the title defaults to the task and its techniques).
+    A branch is ``{"runs": {label: run_dir}, "decisions": [markdown], "peft_dir": dir, "title": str, "race":
+    markdown}``; all but ``runs`` are optional (the title defaults to the task and its techniques).
     """
     sections, recorded = [], []
     for spec in branches:
@@ -269,7 +332,8 @@ def report_step(branches: list[dict[str, Any]], out_html: str) -> dict[str, Any]
         recorded += videos
         sections.append(Branch(spec.get("title") or branch_title(inputs, peft_dir), inputs,
                                list(spec.get("decisions", [])), peft_dir,
-                               [(caption, video) for _, caption, video in videos]))  # fmt: skip
+                               [(caption, video) for _, caption, video in videos],
+                               spec.get("race", "")))  # fmt: skip
     Path(out_html).write_text(build_report(sections))
     runs = [run for branch in sections for run in branch.runs]
     run_id = runs[0].summary.get("mlflow_run_id") if runs else None

@@ -5,12 +5,18 @@
 every contender on paired seeds to the same CPU budget, one process per run, keeping a row as each run ends
 (``rows.jsonl``), so a race resumes; ``verdict`` turns the rows into per-contender statistics and the
 decision; ``table`` writes them out. docs/race.md is the user's page.
+
+The names below load on first use (PEP 562): a profile reads ``contenders`` without the runs' torch.
 """
 
-from frugalrl.race.contenders import BUILTIN, Contender, parse_contenders
-from frugalrl.race.runs import RaceSpec, load_spec, run_race
-from frugalrl.race.verdict import MIN_SEEDS, Verdict, judge
+from __future__ import annotations
 
-__all__ = [
-    "BUILTIN", "MIN_SEEDS", "Contender", "RaceSpec", "Verdict", "judge", "load_spec", "parse_contenders", "run_race",
-]  # fmt: skip
+from frugalrl.lazy_names import lazy_names
+
+_HOME = {  # name -> the submodule that defines it
+    **dict.fromkeys(["BUILTIN", "Contender", "parse_contenders"], "contenders"),
+    **dict.fromkeys(["RaceSpec", "load_spec", "run_race"], "runs"),
+    **dict.fromkeys(["MIN_SEEDS", "Verdict", "judge"], "verdict"),
+}
+
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _HOME)

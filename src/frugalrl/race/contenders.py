@@ -27,7 +27,7 @@ LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 @dataclass(frozen=True)
 class Contender:
-    """One contender: the config file it trains and the overrides it adds (before the user's ``--set``)."""
+    """One contender: the config file it trains and the overrides it adds (after the race's ``--set``)."""
 
     name: str
     config: Path
@@ -98,7 +98,7 @@ def parse_contenders(specs: Sequence[str], config: Path, sets: Sequence[str] = (
     if twice:
         raise ConfigError(f"contender {twice[0]} is named twice; give each a label of its own (LABEL:KEY=VALUE)")
     for contender in contenders:
-        cfg = _load(contender.config, [*contender.overrides, *sets])
+        cfg = _load(contender.config, [*sets, *contender.overrides])
         if cfg.env.id != base.env.id:
             raise ConfigError(f"contender {contender.name} trains {cfg.env.id} and the race's config {base.env.id}; "
                               "a race compares contenders on one task")  # fmt: skip

@@ -171,8 +171,14 @@ def _each(work: Callable[[Any], None], jobs: Sequence[Any], parallel: int) -> No
         raise first
 
 
+def run_sets(contender: Contender, sets: Sequence[str]) -> list[str]:
+    """A contender's overrides on its config: the race's --set, then the contender's own changes (which were
+    worked out on the config with those --set: ``contenders``), then what every run gets."""
+    return [*sets, *contender.overrides, *RUN_SETS]
+
+
 def _config(contender: Contender, spec: RaceSpec, extra: Sequence[str] = ()) -> ExperimentConfig:
-    return load_config(contender.config, [*contender.overrides, *spec.sets, *RUN_SETS, *extra])
+    return load_config(contender.config, [*run_sets(contender, spec.sets), *extra])
 
 
 def _pretrain_once(
@@ -222,8 +228,7 @@ def _run(spec: RaceSpec, contender: Contender, seed: int, out: Path, pointers: S
     run_dir, log = out / "runs" / name, out / "runs" / f"{name}.log"
     shutil.rmtree(run_dir, ignore_errors=True)  # a run a kill interrupted has no row: it runs again from the start
     run_dir.parent.mkdir(parents=True, exist_ok=True)
-    sets = [*contender.overrides, *spec.sets, *pointers, f"seed={seed}", f"cpu_budget_s={spec.cpu_budget_s}",
-            *RUN_SETS]  # fmt: skip
+    sets = [*run_sets(contender, spec.sets), *pointers, f"seed={seed}", f"cpu_budget_s={spec.cpu_budget_s}"]
     command = [sys.executable, "-m", "frugalrl", "train", str(contender.config), "--out", str(run_dir)]
     for item in sets:
         command += ["--set", item]
@@ -237,22 +242,33 @@ def _run(spec: RaceSpec, contender: Contender, seed: int, out: Path, pointers: S
         tail = (log.read_text().strip().splitlines() or ["(no output)"])[-1]
         raise FrugalError(f"contender {contender.name}, seed {seed}: training failed (exit {process.returncode}): "
                           f"{tail} (log: {log})")  # fmt: skip
-    summary = json.loads((run_dir / "summary.json").read_text())
-    return {
-        "contender": contender.name,
+    cpu_s = usage.ru_utime + usage.ru_stime
+    return run_row(contender.name, seed, run_dir, cpu_s, wall_s, bool(pointers), f"runs/{name}")
+
+
+def run_row(
+    contender: str, seed: int, run_dir: Path, process_cpu_s: float, wall_s: float, pretrained: bool, where: str
+) -> dict[str, Any]:
+    """The row of one finished run (``run_dir``'s summary and curve), as ``rows.jsonl`` keeps it; a figure the
+    summary lacks is left out, not null (a KFP step's output holds no null)."""
+    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    row = {
+        "contender": contender,
         "seed": seed,
         "score": summary["eval_mean"],
         "eval_returns": summary.get("eval_returns"),
         "eval_protocol": summary.get("eval_protocol"),
         "train_cpu_s": summary["cpu_s"],
-        "process_cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "process_cpu_s": round(process_cpu_s, 3),
         "wall_s": round(wall_s, 3),
         "env_steps": summary.get("real_env_steps"),
         "stopped_by_cpu_budget": bool(summary.get("stopped_by_cpu_budget")),
-        "pretrained": bool(pointers),
+        "pretrained": pretrained,
+        "machine": machine(),
         "curve": curve(run_dir),
-        "run": f"runs/{name}",
+        "run": where,
     }
+    return {key: value for key, value in row.items() if value is not None}
 
 
 def curve(run_dir: Path) -> list[list[float]]:
@@ -272,7 +288,7 @@ def curve(run_dir: Path) -> list[list[float]]:
 
 def _line(row: dict[str, Any]) -> str:
     ended = "the CPU budget" if row["stopped_by_cpu_budget"] else "its step budget"
-    steps = f"{row['env_steps']:,}" if row["env_steps"] is not None else "?"
+    steps = f"{row['env_steps']:,}" if row.get("env_steps") is not None else "?"
     return (f"{row['contender']} seed {row['seed']}: score {row['score']:.2f}, {steps} env steps in "
             f"{row['train_cpu_s']:.1f} training CPU-s ({ended} ended it)")  # fmt: skip
 
