@@ -59,6 +59,7 @@ SECTIONS = {
     "atari_throughput": "## What a million Atari agent steps cost: the latent policy, pixel PPO, Stable-Baselines3",
     "atari_equal_cpu": "## Pixel PPO against the latent policy at equal CPU-seconds, full games",
     "rliable_check": "## The equal-CPU intervals computed again by rliable",
+    "rliable_improvement": "## The races' probability of improvement computed again by rliable",
     "demo_game_equal_cpu": "## The demo's game: the latent curriculum against pixel PPO at equal CPU-seconds",
 }
 

@@ -6,6 +6,9 @@ pandas 3, so ``benchmarks/rliable_check.py`` calls this file with the Python of 
 
 stdin: ``{"reps": int, "seed": int, "scores": {name: [[score of run r on task t, ...], ...]}}``
 stdout: ``{"rliable": version, "estimates": {name: [iqm, low, high]}}``
+
+or, for the probability of improvement, ``{"reps", "seed", "pairs": {name: [X runs x tasks, Y runs x tasks]}}``
+in and ``{"rliable": version, "improvement": {name: [P(X > Y), low, high]}}`` out.
 """
 
 from __future__ import annotations
@@ -23,6 +26,18 @@ def main() -> None:
     # arch 7 warns that rliable's ``random_state`` keyword is deprecated; it still seeds the draws
     warnings.filterwarnings("ignore", category=FutureWarning, module="arch")
     request = json.load(sys.stdin)
+    if "pairs" in request:
+        pairs = {name: tuple(np.asarray(m, dtype=float) for m in xy) for name, xy in request["pairs"].items()}
+        points, intervals = library.get_interval_estimates(
+            pairs, metrics.probability_of_improvement, reps=request["reps"],
+            random_state=np.random.RandomState(request["seed"]),
+        )  # fmt: skip
+        improvement = {}
+        for name in pairs:
+            low, high = np.asarray(intervals[name]).ravel()[:2]
+            improvement[name] = [float(np.asarray(points[name]).ravel()[0]), float(low), float(high)]
+        json.dump({"rliable": version("rliable"), "improvement": improvement}, sys.stdout)
+        return
     scores = {name: np.asarray(matrix, dtype=float) for name, matrix in request["scores"].items()}
     points, intervals = library.get_interval_estimates(
         scores,

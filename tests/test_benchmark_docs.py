@@ -50,6 +50,7 @@ RENDERERS = {
     "atari_equal_cpu.py": ([], ["atari_equal_cpu"]),
     "demo_game_equal_cpu.py": ([], ["demo_game_equal_cpu"]),
     "rliable_check.py": ([], ["rliable_check"]),
+    "rliable_improvement.py": ([], ["rliable_improvement"]),
     "ledger.py": ([], ["claims_ledger"]),
 }
 

@@ -193,7 +193,7 @@ def test_a_profile_names_the_cluster_secrets_every_step_reads(tmp_path):
         assert {"name": "FRUGALRL_TRACKING_SECRET", "value": "team-mlflow"} in env, name
 
 
-def test_retries_on_training_and_caching_only_where_inputs_decide(tmp_path):
+def test_retries_caching_and_the_race_stage_of_the_full_profile(tmp_path):
     ir, _ = _compile(tmp_path, "--profile", "full")
     tasks = ir["root"]["dag"]["tasks"]
     assert tasks["train"]["retryPolicy"]["maxRetryCount"] == 2
@@ -219,15 +219,9 @@ def test_retries_on_training_and_caching_only_where_inputs_decide(tmp_path):
     assert "pretrain" in loop["dependentTasks"]  # every trial starts from the pretrained evaluator
     assert tasks["pretrain"]["inputs"]["parameters"]["stage"]["runtimeValue"]["constant"] == "pivot"
     assert tasks["train"]["inputs"]["artifacts"]["pretrained"]["taskOutputArtifact"]["producerTask"] == "pretrain"
-
-
-def test_the_race_stage_runs_contenders_by_seeds_then_decides_what_tune_and_train_add(tmp_path):
-    """full's race: 3 contenders x 5 seeds as one ParallelFor (never cached, never retried), the pivot evaluator
-    the train stage pretrains built once for both, the decision's output added by the tune workers, the best
-    trial and the training step, its table in the report."""
-    ir, _ = _compile(tmp_path, "--profile", "full")
-    tasks = ir["root"]["dag"]["tasks"]
-    loops = {task["taskInfo"]["name"]: name for name, task in tasks.items() if name.startswith("for-loop")}
+    # full's race: 3 contenders x 5 seeds as one ParallelFor (never cached, never retried), the pivot evaluator the
+    # train stage pretrains built once for both, the decision's output added by the tune workers, the best trial and
+    # the training step, its table in the report
     race = tasks[loops["race-runs"]]
     runs = json.loads(race["parameterIterator"]["items"]["raw"])
     assert [(r["contender"], r["seed"]) for r in runs[:4]] == [("plain", 1), ("pivot", 1), ("random-skip", 1),

@@ -14,7 +14,8 @@
 Every resampling is seeded: the same numbers in give the same interval out. Why not rliable itself:
 its newest release (1.2.0) needs ``arch<8``, arch 7 fails to import under pandas 3 (this project's
 pin), and arch 8 rejects the ``random_state`` keyword rliable passes; ``benchmarks/rliable_check.py``
-computes the equal-CPU table's intervals with rliable in a venv of its own, beside these.
+computes the equal-CPU table's intervals with rliable in a venv of its own, beside these, and
+``benchmarks/rliable_improvement.py`` the races' probabilities of improvement.
 """
 
 from __future__ import annotations
