@@ -19,6 +19,7 @@ import pytest
 from frugalrl.cli import main
 from frugalrl.errors import ConfigError
 from frugalrl.race import MIN_SEEDS, parse_contenders
+from frugalrl.race.runs import machine
 from frugalrl.race.verdict import BETTER, CONTROL, NO_DIFFERENCE, TOO_FEW, WORSE, judge
 from frugalrl.stats import probability_of_improvement
 
@@ -78,6 +79,31 @@ def test_the_command_refuses_before_writing(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and len(err) == 1 and "does not fit" in err[0]
     assert not out.exists()
+
+
+def test_a_resume_that_cannot_be_a_resume_is_refused_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    """Resumed from another directory (the race's config is named as it was given), or with other contenders:
+    one line, exit 2, the race's files as they were."""
+    out = tmp_path / "race"
+    out.mkdir()
+    race = {"config": "configs/cartpole-ppo.yaml", "config_sha256": "0" * 64, "sets": [], "cpu_budget_s": 2.0,
+            "contenders": [{"name": "plain", "config": "configs/cartpole-ppo.yaml", "overrides": [],
+                            "description": "d"}, {"name": "x", "config": "configs/cartpole-ppo.yaml",
+                                                  "overrides": ["seed=3"], "description": "d"}],
+            "seeds": [1], "machine": {"cpu": "?", "cpus": 1}, "pretrained": {}}  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    for here, argv, says in [
+        (False, ["race", "--resume", str(out)], "is a race run on ? (1 CPUs), this machine is"),
+        (True, ["race", "--resume", str(out)], "the race's config configs/cartpole-ppo.yaml is not found from"),
+        (True, ["race", "--resume", str(out), "--contenders", "plain", "pivot"], "--resume continues a race as it"),
+    ]:
+        (out / "race.json").write_text(json.dumps({**race, "machine": machine()} if here else race))
+        before = (out / "race.json").read_text()
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exit_info.value.code == 2 and len(err) == 1 and says in err[0], err
+        assert (out / "race.json").read_text() == before and sorted(p.name for p in out.iterdir()) == ["race.json"]
 
 
 # --------------------------------------------------------------------------- statistics and the decision

@@ -60,6 +60,9 @@ class RaceSpec:
 
     def record(self) -> dict[str, Any]:
         """What ``race.json`` keeps of the spec (the seeds apart)."""
+        if not self.config.is_file():
+            raise FrugalError(f"the race's config {self.config} is not found from {Path.cwd()}; a race names its "
+                              "config as it was given: resume it from the directory it started in")  # fmt: skip
         return {
             "config": str(self.config),
             "config_sha256": hashlib.sha256(self.config.read_bytes()).hexdigest(),
