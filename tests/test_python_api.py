@@ -168,3 +168,19 @@ def test_evaluate_on_another_env_needs_spaces_the_policy_takes(cartpole_run, cap
         main(["evaluate", str(cartpole_run.run_dir), "--env", "Acrobot-v1"])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and err.count("\n") == 1 and "do not fit a policy trained on CartPole-v1" in err
+
+
+def test_a_race_from_python_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The page's race block, at one seed of one CPU-second (the page's 5 seeds of 15 are the docs' race)."""
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    monkeypatch.chdir(tmp_path)
+    code = _block("A race from Python").replace(
+        "seeds=(1, 2, 3, 4, 5), cpu_budget_s=15.0", "seeds=(1,), cpu_budget_s=1.0"
+    )
+    assert "seeds=(1,)" in code
+    namespace: dict = {}
+    exec(compile(code, str(DOC), "exec"), namespace)
+    assert namespace["winner"] == "plain" and [v.verdict for v in namespace["verdicts"]] == [
+        "control", "too few seeds to decide"]  # fmt: skip
+    assert len((tmp_path / "runs" / "race" / "rows.jsonl").read_text().splitlines()) == 2
+    assert capsys.readouterr().out.splitlines()[-1].startswith("plain [('plain'")
