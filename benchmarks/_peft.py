@@ -104,3 +104,79 @@ def claim_finding(stored: list[dict], method: str) -> tuple[str, str, str]:
     if not all(holds):  # the claim is "cost X for score Y": say which half failed where
         verdict += f" (the score holds on {sum(good)} of {len(good)} targets, the cost on {sum(cheap)} of {len(cheap)})"
     return text, evidence, verdict
+
+
+# The frozen-feature transfer claim (RMT: "4-8x faster adaptation"), read from the same runs: ``head_only``
+# trains the policy's head on a frozen torso. Defined before reading the figures, from the issue's words:
+# a run has adapted at the first env step where the mean of its last ``ADAPTED_WINDOW`` training episodes
+# reaches ``ADAPTED_SHARE`` of full fine-tuning's median final evaluation on that target.
+ADAPTED_SHARE = 0.9
+ADAPTED_WINDOW = 5
+TRANSFER_METHODS = ("head_only", "full", "scratch")
+
+
+def steps_to_adapt(curve: list[list[float]], threshold: float) -> int | None:
+    """The env step at which the mean of the last ``ADAPTED_WINDOW`` episodes first reaches ``threshold``."""
+    for i in range(len(curve)):
+        window = [value for _, value in curve[max(0, i - ADAPTED_WINDOW + 1) : i + 1]]
+        if len(window) == ADAPTED_WINDOW and statistics.mean(window) >= threshold:
+            return int(curve[i][0])
+    return None
+
+
+def transfer_steps(stored: list[dict]) -> dict[str, dict[str, list[int | None]]]:
+    """target -> method (``TRANSFER_METHODS``) -> steps to adapt per seed (None: not within the budget)."""
+    head = stored[-1]
+    runs = [r["run"] for r in stored]
+    out: dict[str, dict[str, list[int | None]]] = {}
+    for target in head["targets"]:
+        full = [r["eval_mean"] for r in runs if r["target"] == target and r["method"] == "full"]
+        if not full:
+            continue
+        bar = ADAPTED_SHARE * statistics.median(full)
+        out[target] = {
+            method: [steps_to_adapt(r["curve"], bar) for r in sorted(runs, key=lambda r: r["seed"])
+                     if r["target"] == target and r["method"] == method]
+            for method in TRANSFER_METHODS
+        }  # fmt: skip
+    return out
+
+
+def transfer_finding(stored: list[dict]) -> tuple[str, str, str]:
+    """(measured, evidence, verdict) of the frozen-feature transfer claim: the head on a frozen torso against
+    full fine-tuning and training from scratch, in env steps to adapt, censored at the budget."""
+    head = stored[-1]
+    found = transfer_steps(stored)
+    budget = head["steps"]
+
+    def said(steps: list[int | None]) -> str:
+        reached = [s for s in steps if s is not None]
+        if not reached:
+            return f"not within {budget:,} steps (0 of {len(steps)} seeds)"
+        return f"{statistics.median(reached):,.0f} ({len(reached)} of {len(steps)} seeds)"
+
+    text = "; ".join(
+        f"{target}: steps to {ADAPTED_SHARE:.0%} of full fine-tuning's return, median over the seeds that got there: "
+        + ", ".join(f"{m} {said(v)}" for m, v in by.items())
+        for target, by in found.items()
+    )  # fmt: skip
+    evidence = (f"the PEFT comparison's runs ({head['env_id']}, {head['seeds']} seeds x {len(head['targets'])} "
+                f"changed-dynamics targets x {budget:,} env steps; `head_only` is the frozen torso); adapted = the "
+                f"mean of {ADAPTED_WINDOW} consecutive training episodes at {ADAPTED_SHARE:.0%} of full "
+                "fine-tuning's median final evaluation")  # fmt: skip
+    if not found:
+        return "no runs of it yet", evidence, "not yet measured (the table is incomplete)"
+    frozen = [s for by in found.values() for s in by["head_only"]]
+    names = {"full": "full fine-tuning", "scratch": "training from scratch"}
+    did = [name for m, name in names.items() if any(s is not None for by in found.values() for s in by[m])]
+    if not any(s is not None for s in frozen) and did:
+        verdict = f"refuted (the frozen torso never adapted within the budget; {' and '.join(did)} did)"
+    else:
+
+        def censored(steps: list[int | None]) -> float:
+            return statistics.median([s if s is not None else budget for s in steps])
+
+        ratios = [censored(by["scratch"]) / censored(by["head_only"]) for by in found.values()]
+        verdict = ("confirmed" if min(ratios) >= 4 else "partly" if max(ratios) > 1 else "refuted") + (
+            f" (scratch / frozen, censored medians: {', '.join(f'{r:.1f}x' for r in ratios)})")  # fmt: skip
+    return text, evidence, verdict

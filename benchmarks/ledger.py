@@ -35,7 +35,7 @@ from . import _report, _rmt
 from . import _signals as sig
 from ._atari import ATARI100K_PROTOCOL, REFERENCES, SINGLE_LIFE_PROTOCOL, atari100k_runs
 from ._equal_cpu import by_contender, curriculum_lines, latest
-from ._peft import claim_finding, contest_rows
+from ._peft import claim_finding, contest_rows, transfer_finding
 from ._pivot import random_policy_return
 from ._report import paired_difference, paired_ratios
 
@@ -572,6 +572,14 @@ def rmt_effect(variant: str, what: str) -> Callable[[], Finding]:
     return measure
 
 
+def rmt_transfer() -> Finding:
+    """Frozen-feature transfer, from the PEFT comparison's runs (``head_only`` is a frozen torso)."""
+    rows = contest_rows(rows_of("peft_methods"))
+    if not rows:
+        return no_rows("peft_methods")
+    return Finding(*transfer_finding(rows))
+
+
 def _censored_steps(row: dict) -> float:
     """Steps to the threshold; a run that never got there counts at its budget."""
     return float(row["steps_to_threshold"] if row["steps_to_threshold"] is not None else row["budget_steps"])
@@ -719,7 +727,7 @@ CLAIMS = [
                                     "10 hours here for LunarLander alone")),
     Claim("rmt_throughput", unmeasured(GPU, "-")),
     Claim("rmt_mixed_precision", unmeasured(GPU, "-")),
-    Claim("rmt_transfer", unmeasured("not yet measured", "no benchmark yet")),
+    Claim("rmt_transfer", rmt_transfer),
 ]  # fmt: skip
 
 

@@ -303,3 +303,27 @@ def test_the_kept_peft_source_is_a_sac_run_of_the_comparison_s_task(bench):
     assert source.eval_mean is not None and source.eval_mean >= config.peft.min_source_return
     assert sorted(p.name for p in (REPO / peft_methods.SOURCE).iterdir()) == sorted(peft_methods.SOURCE_FILES)
     assert len(peft_methods.source_fingerprint(REPO / peft_methods.SOURCE)) == 64
+
+
+def test_frozen_feature_transfer_counts_steps_to_adapt_from_the_peft_curves(bench):
+    """RMT's "4-8x faster adaptation" from the PEFT runs: steps until 5 training episodes average 90% of full
+    fine-tuning's median final return; the frozen torso (head_only) against full and scratch."""
+    from benchmarks import _peft
+
+    curve = [[100 * i, v] for i, v in enumerate([10, 95, 95, 95, 95, 20, 95, 95, 95, 95, 95], start=1)]
+    assert _peft.steps_to_adapt(curve, 90.0) == 1100  # the first five in a row at 90, not the first four
+    assert _peft.steps_to_adapt(curve[:10], 90.0) is None
+    returns = {"full": [100, 100, 100], "head_only": [100, 100, 100], "scratch": [100, 100, 100],
+               "none": [40, 40, 40]}  # fmt: skip
+    rows = _peft_rows(returns)
+    for row in rows:  # five episodes at 100 from episode `start` on: full adapts at step 500, scratch at 700
+        start = {"full": 1, "scratch": 3}.get(row["run"]["method"], 99)
+        row["run"]["curve"] = [[100 * i, 100.0 if i >= start else 0.0] for i in range(1, 10)]
+    measured, _, verdict = _peft.transfer_finding(_peft.contest_rows(rows))
+    assert "head_only not within 500 steps (0 of 3 seeds), full 500 (3 of 3 seeds), scratch 700 (3 of 3" in measured
+    assert verdict == "refuted (the frozen torso never adapted within the budget; full fine-tuning and training " \
+        "from scratch did)"  # fmt: skip
+    for row in rows:  # now the frozen torso adapts at 500 steps, as soon as full, before scratch (700): 1.4x
+        if row["run"]["method"] == "head_only":
+            row["run"]["curve"] = [[100 * i, 100.0] for i in range(1, 10)]
+    assert _peft.transfer_finding(_peft.contest_rows(rows))[2].startswith("partly (scratch / frozen")

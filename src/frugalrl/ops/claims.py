@@ -110,7 +110,7 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
                              "LunarLander 285 vs PPO 198 vs SAC 231; BipedalWalker 312; Breakout 452", "-"),
     "rmt_throughput": SeedClaim("RMT", "8x V100 throughput", "28k vs 12k steps/s, 94% GPU use", _GPU),
     "rmt_mixed_precision": SeedClaim("RMT", "mixed precision", "1.7x on an RTX 3090", _GPU),
-    "rmt_transfer": SeedClaim("RMT", "transfer with frozen features", "4-8x faster adaptation", "-"),
+    "rmt_transfer": SeedClaim("RMT", "transfer with frozen features", "4-8x faster adaptation", _PEFT),
 }  # fmt: skip
 
 

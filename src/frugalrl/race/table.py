@@ -78,7 +78,7 @@ def decision_line(verdicts: Sequence[Verdict], winner: str, control: str) -> str
     if any(v.verdict == TOO_FEW for v in verdicts):
         fewest = min(v.paired_seeds for v in verdicts if v.verdict == TOO_FEW)
         return (f"Decision: too few seeds to decide ({fewest} paired; a verdict needs {MIN_SEEDS}); "
-                f"train {winner if winner != control else control} until more seeds say otherwise.")  # fmt: skip
+                f"train {winner} until more seeds say otherwise.")  # fmt: skip
     better = [v.name for v in verdicts if v.verdict == BETTER]
     if not better:
         return (f"Decision: no contender is shown better than {control} at this budget (each paired difference's "
