@@ -171,6 +171,9 @@ def test_numbers_are_kubernetes_quantities():
          "stage race: contender tiered does not fit this config's learner (ppo)"),
         ({"name": "x", "stages": {"train": TRAIN, "race": {**RACE, "contenders": ["plain", "x=configs/a.yaml"]}}},
          "stage race: contender x=configs/a.yaml names another config file; in a profile the contenders are"),
+        ({"name": "x", "stages": {"train": TRAIN, "race": {**RACE, "contenders": [
+            "plain", "pivot", "p2:selection.kind=pivot;selection.settings.evaluator.hidden=[8]"]}}},
+         "stage race: its contenders need different pretraining (pivot (pivot "),
         ({"name": "x", "stages": {"train": TRAIN, "race": {**RACE, "contenders": ["plain"]}}},
          "stages.race.contenders = ['plain']: List should have at least 2 items"),
         ({"name": "x", "stages": {"tune": {"workers": "two"}}}, "stages.tune.workers = 'two': Input should be a valid"),

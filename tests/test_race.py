@@ -234,3 +234,28 @@ def test_a_profile_races_then_trains_the_winner_and_reports_the_race(tmp_path, c
     assert race.data.params["winner"] == "slow" and race.data.params["contenders"] == "slow,plain"
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(race.info.run_id, "race")}
     assert {"race/rows.jsonl", "race/table.md", "race/decision.json", "race/race.png"} <= artifacts
+
+
+def test_pretraining_is_built_once_per_distinct_config(tmp_path, monkeypatch):
+    """Two contenders of one config share what they need pretrained; one whose config differs gets its own
+    (another evaluator, another latent size); the control needs none. The builds themselves are stand-ins."""
+    from frugalrl.race import runs
+
+    built = []
+
+    def collect(stage, config, path):
+        built.append((stage.name, config.selection.settings.get("evaluator", {}).get("hidden", "default")))
+
+    def pretrain(stage, config, where, path):
+        (where / "evaluator.pt").write_text("stand-in")
+
+    monkeypatch.setattr(runs.pretraining, "collect", collect)
+    monkeypatch.setattr(runs.pretraining, "pretrain", pretrain)
+    small = "small:selection.kind=pivot;selection.settings.evaluator.hidden=[8]"
+    contenders = parse_contenders(["plain", "pivot", "again:selection.kind=pivot", small], CARTPOLE)
+    spec = runs.RaceSpec(CARTPOLE, tuple(contenders), (1,), 2.0)
+    data = {"pretrained": {}}
+    pointers = runs._pretrain_once(spec, tmp_path, data, lambda line: None)
+    assert built == [("pivot", "default"), ("pivot", [8])]
+    assert set(pointers) == {"pivot", "again", "small"} and pointers["pivot"] == pointers["again"] != pointers["small"]
+    assert sorted(b["used_by"] for b in data["pretrained"].values()) == [["again", "pivot"], ["small"]]

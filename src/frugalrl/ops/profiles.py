@@ -248,16 +248,19 @@ class Profile(_Strict):
         assert self.race is not None and self.train is not None
         sets = [*self.train.overrides, *self.race.overrides]
         contenders = parse_contenders(self.race.contenders, self._root / self.train.config, sets)
-        needs = []  # (contender, the pretraining stage its config needs)
+        needs = []  # (contender, the pretraining stage its config needs, that config's hash)
         for contender in contenders:
-            stage = pretraining.needed_by(load_config(self._root / self.train.config, [*sets, *contender.overrides]))
-            needs += [(contender, stage.name)] if stage else []
-        # the race builds one stage, from the first contender that needs it (_check_race refuses two)
+            config = load_config(self._root / self.train.config, [*sets, *contender.overrides])
+            stage = pretraining.needed_by(config)
+            needs += [(contender, stage.name, config.hash())] if stage else []
+        # the race builds one, from the first contender that needs it (_check_race refuses contenders that
+        # would need two: two stages, or one stage from two configs)
         pretrain = {"stage": needs[0][1], "sets": [*sets, *needs[0][0].overrides]} if needs else {}
         return {"config": self.train.config, "config_yaml": self.stage_text(self.train), "sets": sets,
                 "contenders": [{**c.as_dict(), "config": self.train.config} for c in contenders],
                 "cpu_budget_s": self.race.cpu_budget_s, "seeds": list(range(1, self.race.seeds + 1)),
-                "pretrain": pretrain, "stages_needed": sorted({name for _, name in needs})}  # fmt: skip
+                "pretrain": pretrain, "stages_needed": sorted({name for _, name, _ in needs}),
+                "pretraining_by": {c.name: f"{name} {digest[:8]}" for c, name, digest in needs}}  # fmt: skip
 
     def stage_config(self, stage: ProfileStage) -> ExperimentConfig:
         """The stage's experiment config with its overrides, validated."""
@@ -359,10 +362,10 @@ def _check_race(source: str, profile: Profile) -> None:
         plan = profile.race_plan()
     except ConfigError as exc:
         raise ConfigError(f"profile {source}: stage race: {exc}") from None
-    if len(plan["stages_needed"]) > 1:
-        needed = ", ".join(plan["stages_needed"])
-        raise ConfigError(f"profile {source}: stage race: its contenders need pretraining stages {needed}; a race "
-                          "builds one: race those contenders apart")  # fmt: skip
+    if len(set(plan["pretraining_by"].values())) > 1:
+        needed = ", ".join(f"{name} ({what})" for name, what in plan["pretraining_by"].items())
+        raise ConfigError(f"profile {source}: stage race: its contenders need different pretraining ({needed}); "
+                          "a race stage builds one: race them with frugalrl race (one per config)")  # fmt: skip
 
 
 def _check_pool(source: str, key: str, stage: ProfileStage, device: str) -> None:

@@ -187,31 +187,33 @@ def _config(contender: Contender, spec: RaceSpec, extra: Sequence[str] = ()) -> 
 def _pretrain_once(
     spec: RaceSpec, out: Path, data: dict[str, Any], echo: Callable[[str], None]
 ) -> dict[str, list[str]]:
-    """Build each pretraining stage the contenders need once (from the first contender that needs it, the
-    first seed); returns each such contender's override pointing at it. ``data['pretrained']`` keeps what
-    was built and its CPU-seconds."""
+    """Build what each contender's config needs pretrained, once per distinct config (at the first seed):
+    contenders of one config share it, a contender whose config differs (another latent size, say) gets its
+    own. Returns each such contender's override pointing at it; ``data['pretrained']`` keeps what was built,
+    for whom and its CPU-seconds."""
     pointers: dict[str, list[str]] = {}
     for contender in spec.contenders:
         config = _config(contender, spec, [f"seed={spec.seeds[0]}"])
         stage = pretraining.needed_by(config)
         if stage is None or _given(config, stage.override):
             continue
-        built = data["pretrained"].get(stage.name)
-        where = out / "pretrain" / stage.name
+        key = f"{stage.name}-{config.hash()[:8]}"
+        built = data["pretrained"].get(key)
+        where = out / "pretrain" / key
         if built is None or not (where / "done.json").is_file():
             shutil.rmtree(where, ignore_errors=True)  # what a killed build left
             where.mkdir(parents=True)
-            echo(f"pretraining {stage.produces} once ({stage.name}, from {contender.name}'s config)")
+            echo(f"pretraining {stage.produces} once ({stage.name}, for {contender.name}'s config)")
             cpu0, wall0 = time.process_time(), time.perf_counter()
             pretraining.collect(stage, config, where / "dataset.npz")
             pretraining.pretrain(stage, config, where, where / "dataset.npz")
-            built = {"dir": f"pretrain/{stage.name}", "produces": stage.produces, "built_from": contender.name,
-                     "cpu_s": round(time.process_time() - cpu0, 3), "wall_s": round(time.perf_counter() - wall0, 3),
-                     "used_by": []}  # fmt: skip
+            built = {"dir": f"pretrain/{key}", "stage": stage.name, "produces": stage.produces,
+                     "built_from": contender.name, "cpu_s": round(time.process_time() - cpu0, 3),
+                     "wall_s": round(time.perf_counter() - wall0, 3), "used_by": []}  # fmt: skip
             (where / "dataset.npz").unlink(missing_ok=True)
             _write_json(where / "done.json", built)
         built["used_by"] = sorted({*built["used_by"], contender.name})
-        data["pretrained"][stage.name] = built
+        data["pretrained"][key] = built
         _write_json(out / RACE_FILE, data)
         pointers[contender.name] = [stage.point_at(str((out / built["dir"]).resolve()))]
     return pointers

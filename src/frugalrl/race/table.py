@@ -63,7 +63,8 @@ def render(
     threshold = f"{bar:.2f}" if bar is not None else "n/a (no training returns)"
     lines.append(f"- threshold: {control}'s final training return, IQM over its runs: {threshold}. Final score: "
                  "the run's final evaluation (`summary.json` eval_mean).")  # fmt: skip
-    for stage, built in race.get("pretrained", {}).items():
+    for key, built in race.get("pretrained", {}).items():
+        stage = built.get("stage", key)
         runs = sum(v.runs for v in verdicts if v.name in built["used_by"])
         share = f"{built['cpu_s'] / runs:.1f}" if runs else "n/a"
         lines.append(f"- pretraining ({built['produces']}, stage {stage}) was built once in {built['cpu_s']:.1f} "
