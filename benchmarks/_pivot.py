@@ -7,6 +7,7 @@ above the same floor. Each takes these from here, not from another script.
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,30 @@ def random_policy_return(env_id: str, episodes: int = 20, seed: int = 10_000) ->
     returns = _harness.episode_returns(env, lambda _: env.action_space.sample(), episodes, seed)
     env.close()
     return float(np.mean(returns))
+
+
+# --------------------------------------------------------------------------- a pretrained evaluator, a steadier start?
+# pivot_pretrain_stability's contenders and its rule, defined before any run (that script's docstring); the ledger
+# reads the same rule.
+STABILITY_ENVS = {  # env -> (config, budget in env steps, reward_threshold)
+    "CartPole-v1": (_report.REPO_ROOT / "configs" / "cartpole-pivot.yaml", 100_000, 475.0),
+    "LunarLander-v3": (_report.REPO_ROOT / "configs" / "lunarlander-pivot.yaml", 300_000, 200.0),
+}
+STABILITY_VARIANTS = ("pretrained", "fresh")
+EARLY_SHARE = 0.2
+STEADIER = 0.7  # the claim's +30%: the pretrained spread at most this share of the fresh spread
+
+
+def env_verdict(mine: dict[str, list[dict]]) -> tuple[str, str]:
+    """(figures, verdict) of one env: the early spread and median of each contender, the ratio of spreads."""
+    spread = {v: statistics.stdev([r["early_return"] for r in rows]) for v, rows in mine.items() if len(rows) > 1}
+    level = {v: statistics.median(r["early_return"] for r in rows) for v, rows in mine.items()}
+    if len(spread) < 2 or min(len(rows) for rows in mine.values()) < 5:
+        return "", f"not yet measured ({min(len(r) for r in mine.values())} of 5 seeds so far)"
+    ratio = spread["pretrained"] / spread["fresh"] if spread["fresh"] > 0 else float("inf")
+    figures = (f"early spread (SD over seeds) pretrained {spread['pretrained']:.1f} vs fresh {spread['fresh']:.1f} "
+               f"({ratio:.2f}x); early median {level['pretrained']:.1f} vs {level['fresh']:.1f}")  # fmt: skip
+    steadier, not_lower = ratio <= STEADIER, level["pretrained"] >= level["fresh"]
+    verdict = ("confirmed" if steadier and not_lower else "partly (steadier, but starts lower)" if steadier
+               else "partly (steadier, not by 30%)" if ratio < 1 and not_lower else "refuted")  # fmt: skip
+    return figures, verdict

@@ -43,6 +43,7 @@ SECTIONS = {
     "pivot_vs_ppo": "## PivotRL against PPO and equal-compute controls",
     "selection_signals": "## Which importance signal beats random skipping of the same size",
     "pivot_pretrained": "## PivotRL on CartPole with a pretrained evaluator",
+    "pivot_pretrain_stability": "## Does a pretrained evaluator steady PivotRL's start?",
     "latent_encoders": "## Latent curriculum: encoder objectives, PSNR against what the latent knows",
     "latent_vs_pixel": "## Latent curriculum against pixel PPO on Atari",
     "replay_throughput": "## Replay throughput: frugalrl's stores against SB3's ReplayBuffer",
@@ -292,6 +293,7 @@ def write_section(name: str, body: str, path: Path = DOC_PATH, after: Sequence[s
 
 # --------------------------------------------------------------------------- per-run rows (benchmarks/results/*.jsonl)
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RACES_DIR = RESULTS_DIR / "races"  # the worked races' kept files (race_examples), one folder per race
 
 
 def utc_now() -> str:

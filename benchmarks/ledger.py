@@ -36,7 +36,7 @@ from . import _signals as sig
 from ._atari import ATARI100K_PROTOCOL, REFERENCES, SINGLE_LIFE_PROTOCOL, atari100k_runs
 from ._equal_cpu import by_contender, curriculum_lines, latest
 from ._peft import claim_finding, contest_rows, transfer_finding
-from ._pivot import random_policy_return
+from ._pivot import STABILITY_ENVS, STABILITY_VARIANTS, env_verdict, random_policy_return
 from ._report import paired_difference, paired_ratios
 
 RESULTS = _report.RESULTS_DIR
@@ -288,15 +288,28 @@ def pivot_vs_random() -> Finding:
 
 
 def pivot_pretrain_stability() -> Finding:
-    rows = rows_of("pivot_pretrained")
+    """Pretrained against fresh evaluator, the early spread over seeds (``pivot_pretrain_stability``'s rule)."""
+    rows = _report.newest_batch(rows_of("pivot_pretrain_stability"))
     if not rows:
-        return no_rows("pivot_pretrained")
-    return Finding(
-        "the kept benchmark compares selection rules, all with a pretrained evaluator; no run without one at the "
-        "same settings, so the effect of pretraining itself is not in the rows",
-        "-",
-        "not yet measured",
-    )
+        return no_rows("pivot_pretrain_stability")
+    found, verdicts, budgets = [], [], []
+    for env in STABILITY_ENVS:
+        mine = {v: [r for r in rows if r["env"] == env and r["variant"] == v] for v in STABILITY_VARIANTS}
+        if not all(mine.values()):
+            continue
+        figures, verdict = env_verdict(mine)
+        found.append(f"{env}: {figures or 'too few runs'} ({verdict})")
+        verdicts.append(verdict)
+        budgets.append(f"{env} {len(mine['fresh'])} x {mine['fresh'][0]['budget']:,}")
+    if not verdicts or any(v.startswith("not yet") for v in verdicts) or len(verdicts) < len(STABILITY_ENVS):
+        overall = "not yet measured (an env has fewer than 5 paired seeds)"
+    elif all(v == "confirmed" for v in verdicts):
+        overall = "confirmed"
+    elif all(v == "refuted" for v in verdicts):
+        overall = "refuted (no steadier start with the pretrained evaluator)"
+    else:
+        overall = "partly (" + "; ".join(f"{e}: {v}" for e, v in zip(STABILITY_ENVS, verdicts, strict=False)) + ")"
+    return Finding("; ".join(found) or "-", "; ".join(budgets) or "-", overall)
 
 
 # --------------------------------------------------------------------------- RLVR

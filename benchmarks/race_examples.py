@@ -1,12 +1,13 @@
 """The worked races of docs/race.md: each one's ``frugalrl race`` command, its kept files, its table.
 
-A race keeps its own rows (``RACE/rows.jsonl``, ``RACE/race.json``); this script runs a worked race with the
-command the page shows (or resumes it, where ``runs/race-NAME`` holds it), copies those two files to
-``benchmarks/results/races/NAME/`` and renders the page's section from them with the command's own code
-(``frugalrl.race``), so ``--report-only --check`` says whether the page shows what the kept rows say.
+A race keeps its own rows (``RACE/rows.jsonl``, ``RACE/race.json``) and measures its runs' CPU itself, so this
+script runs nothing: after the page's command has run (``--out runs/race-NAME``), ``--keep`` copies those two
+files to ``benchmarks/results/races/NAME/``, and the page's section is rendered from them with the command's
+own code (``frugalrl.race``); ``--report-only --check`` says whether the page shows what the kept rows say.
 
-    python -m benchmarks.race_examples --race cartpole --write
-    python -m benchmarks.race_examples --race roadrunner --write
+    frugalrl race --config configs/cartpole-ppo.yaml --contenders plain random-skip --seeds 5 \
+        --cpu-budget-s 15 --out runs/race-cartpole           # the section's command, as the page shows it
+    python -m benchmarks.race_examples --race cartpole --keep --write
     python -m benchmarks.race_examples --report-only --check
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 
 from frugalrl.race import judge
@@ -25,7 +25,7 @@ from frugalrl.race.table import render
 from . import _report
 
 DOC = _report.REPO_ROOT / "docs" / "race.md"
-KEPT = _report.RESULTS_DIR / "races"
+KEPT = _report.RACES_DIR
 RACES = {
     "cartpole": ["--config", "configs/cartpole-ppo.yaml", "--contenders", "plain", "random-skip", "--seeds", "5",
                  "--cpu-budget-s", "15"],
@@ -45,11 +45,12 @@ def section(name: str) -> str:
     return _report.wrap_prose(f"```bash\n{command}\n```\n\n{render(race, verdicts, winner, bar, rows)}\n{runs}.")
 
 
-def run(name: str) -> None:
+def keep(name: str) -> None:
+    """Copy the finished race in ``runs/race-NAME`` (the page's command) into the kept files."""
     out = _report.REPO_ROOT / "runs" / f"race-{name}"
-    command = [sys.executable, "-m", "frugalrl", "race"]
-    command += ["--resume", str(out)] if (out / RACE_FILE).is_file() else [*RACES[name], "--out", str(out)]
-    subprocess.run(command, check=True, cwd=_report.REPO_ROOT)
+    if not (out / ROWS_FILE).is_file():
+        command = " ".join(["frugalrl", "race", *RACES[name], "--out", f"runs/race-{name}"])
+        raise SystemExit(f"no race in {out.relative_to(_report.REPO_ROOT)}: run `{command}` first")
     (KEPT / name).mkdir(parents=True, exist_ok=True)
     for file in (RACE_FILE, ROWS_FILE):
         shutil.copyfile(out / file, KEPT / name / file)
@@ -58,15 +59,16 @@ def run(name: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--race", nargs="+", choices=list(RACES), default=None, help="default: every kept race")
-    parser.add_argument("--report-only", action="store_true", help="render from the kept files alone, run nothing")
+    parser.add_argument("--keep", action="store_true", help="first copy each race's files from runs/race-NAME")
+    parser.add_argument("--report-only", action="store_true", help="render from the kept files (the default)")
     parser.add_argument("--write", action="store_true", help="put the sections into docs/race.md")
     parser.add_argument("--check", action="store_true", help="exit 1 unless docs/race.md holds exactly this")
     args = parser.parse_args()
     names = args.race or [n for n in RACES if (KEPT / n / ROWS_FILE).is_file()]
     failed = []
     for name in names:
-        if not args.report_only:
-            run(name)
+        if args.keep and not args.report_only:
+            keep(name)
         text = section(name)
         print(text)
         key = f"race_{name}"

@@ -28,13 +28,12 @@ from frugalrl.stats import stratified_bootstrap_iqm
 from . import _report
 from ._atari import REFERENCES, human_normalised
 from ._equal_cpu import DESCRIPTIONS, MIN_RUNS_FOR_INTERVAL, by_contender, latest
+from ._rliable import DEFAULT_PYTHON, SIDE
 
 NAME = "rliable_check"
 REPS = 2000
 SEED = 0
 ALL_GAMES = "all games, human-normalised"
-DEFAULT_PYTHON = Path(".venv-rliable") / "bin" / "python"
-SIDE = Path(__file__).with_name("_rliable_side.py")
 
 
 def matrices(rows: list[dict]) -> dict[tuple[str, str], list[list[float]]]:

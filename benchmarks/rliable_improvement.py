@@ -22,8 +22,7 @@ from pathlib import Path
 from frugalrl.stats import probability_of_improvement
 
 from . import _report
-from .race_examples import KEPT
-from .rliable_check import DEFAULT_PYTHON, SIDE
+from ._rliable import DEFAULT_PYTHON, SIDE
 
 NAME = "rliable_improvement"
 REPS = 2000
@@ -33,7 +32,7 @@ SEED = 0
 def pairs() -> dict[str, tuple[list[float], list[float]]]:
     """``race/contender`` -> (the contender's scores, the control's), by seed, from every kept race."""
     found = {}
-    for race_dir in sorted(p for p in KEPT.iterdir() if (p / "rows.jsonl").is_file()):
+    for race_dir in sorted(p for p in _report.RACES_DIR.iterdir() if (p / "rows.jsonl").is_file()):
         race = json.loads((race_dir / "race.json").read_text())
         rows = [json.loads(line) for line in (race_dir / "rows.jsonl").read_text().splitlines() if line.strip()]
         names = [c["name"] for c in race["contenders"]]

@@ -67,7 +67,7 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
                                 "+35% (CartPole -> MountainCar), < 1000 fine-tuning steps",
                                 "python -m benchmarks.pivot_transfer --seeds 5 --write"),
     "pivot_pretrain": SeedClaim("PivotRL", "evaluator pretraining steadies the start", "+30% early stability",
-                                "python -m benchmarks.pivot_pretrained --seeds 5 --write"),
+                                "python -m benchmarks.pivot_pretrain_stability --seeds 5 --write"),
     "pivot_nodes": SeedClaim("PivotRL", "8-node distributed efficiency", "4.2x", "-"),
     "pivot_mixed_precision": SeedClaim("PivotRL", "mixed precision", "-40% memory, +25% speed", _GPU),
     # RLVR
