@@ -56,8 +56,9 @@ def pretrained_input(
     pipeline's pretraining so far, by stage, config text and overrides; one asked for again is wired once."""
     if stage is None:
         return {}
-    key = (stage.name, config_yaml, tuple(overrides), pool)
-    if built is not None and key in built:
+    # a pipeline parameter (the training pipelines' overrides) is not a list here: those pipelines build one stage
+    key = (stage.name, config_yaml, tuple(overrides), pool) if built is not None else None
+    if key is not None and key in built:
         return built[key]
     collected = place.cpu(collect_rollouts(config_yaml=config_yaml, overrides=overrides, stage=stage.name))
     collected.set_caching_options(True).set_display_name(stage.collect_name)
@@ -65,7 +66,7 @@ def pretrained_input(
                        dataset=collected.outputs["dataset"])  # fmt: skip
     place.on(pool, trained.set_caching_options(True).set_display_name(stage.pretrain_name))
     inputs = {"pretrained": trained.outputs["pretrained"], "stage": stage.name}
-    if built is not None:
+    if key is not None:
         built[key] = inputs
     return inputs
 
