@@ -19,8 +19,6 @@ end may differ where the resampled IQMs of a few runs take few distinct values.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 from pathlib import Path
 
 from frugalrl.stats import stratified_bootstrap_iqm
@@ -28,7 +26,7 @@ from frugalrl.stats import stratified_bootstrap_iqm
 from . import _report
 from ._atari import REFERENCES, human_normalised
 from ._equal_cpu import DESCRIPTIONS, MIN_RUNS_FOR_INTERVAL, by_contender, latest
-from ._rliable import DEFAULT_PYTHON, SIDE
+from ._rliable import add_python_arg, ask
 
 NAME = "rliable_check"
 REPS = 2000
@@ -57,13 +55,7 @@ def matrices(rows: list[dict]) -> dict[tuple[str, str], list[list[float]]]:
 
 def rliable_estimates(python: Path, scores: dict[str, list[list[float]]]) -> tuple[str, dict[str, list[float]]]:
     """rliable's (version, {name: [iqm, low, high]}), from ``python`` (a venv with rliable) running the side file."""
-    if not python.exists():
-        raise SystemExit(f"no rliable venv at {python}: make one with `make rliable-venv` (or pass --rliable-python)")
-    request = json.dumps({"reps": REPS, "seed": SEED, "scores": scores})
-    done = subprocess.run([str(python), str(SIDE)], input=request, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"rliable failed in {python}: {done.stderr.strip().splitlines()[-1:]}")
-    answer = json.loads(done.stdout)
+    answer = ask(python, {"reps": REPS, "seed": SEED, "scores": scores})
     return answer["rliable"], answer["estimates"]
 
 
@@ -134,8 +126,7 @@ def render(rows: list[dict], results: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rliable-python", type=Path, default=DEFAULT_PYTHON,
-                        help="the Python of a venv with rliable (made by `make rliable-venv`)")  # fmt: skip
+    add_python_arg(parser)
     parser.add_argument("--equal-cpu-results", type=Path,
                         default=_report.RESULTS_DIR / "atari_equal_cpu.jsonl")  # fmt: skip
     _report.add_output_args(parser, NAME)

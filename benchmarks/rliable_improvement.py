@@ -22,7 +22,7 @@ from pathlib import Path
 from frugalrl.stats import probability_of_improvement
 
 from . import _report
-from ._rliable import DEFAULT_PYTHON, SIDE
+from ._rliable import add_python_arg, ask
 
 NAME = "rliable_improvement"
 REPS = 2000
@@ -43,21 +43,9 @@ def pairs() -> dict[str, tuple[list[float], list[float]]]:
 
 
 def run(args: argparse.Namespace) -> list[dict]:
-    import subprocess
-
     found = pairs()
-    if not args.rliable_python.exists():
-        raise SystemExit(f"no rliable venv at {args.rliable_python}: make one with `make rliable-venv`")
-    request = {
-        "reps": REPS,
-        "seed": SEED,
-        "pairs": {n: [[[s] for s in x], [[s] for s in y]] for n, (x, y) in found.items()},
-    }
-    done = subprocess.run([str(args.rliable_python), str(SIDE)], input=json.dumps(request), capture_output=True,
-                          text=True, check=False)  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"rliable failed: {done.stderr.strip().splitlines()[-1:]}")
-    answer = json.loads(done.stdout)
+    pairs_in = {n: [[[s] for s in x], [[s] for s in y]] for n, (x, y) in found.items()}
+    answer = ask(args.rliable_python, {"reps": REPS, "seed": SEED, "pairs": pairs_in})
     common = _report.batch_common(rliable=answer["rliable"], reps=REPS, load_before=_report.load_average())
     rows = []
     for name, (x, y) in found.items():
@@ -101,8 +89,7 @@ def render(rows: list[dict], results: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rliable-python", type=Path, default=DEFAULT_PYTHON,
-                        help="the Python of a venv with rliable (made by `make rliable-venv`)")  # fmt: skip
+    add_python_arg(parser)
     _report.add_output_args(parser, NAME)
     args = parser.parse_args()
     _report.run_or_render(NAME, args, run, render, after=["rliable_check"])
