@@ -30,10 +30,11 @@ difference to look at, and only where it proves to be rounding by CPU vendor (th
 every host of that vendor) are that vendor's figures kept beside the main ones (below).
 
 A recording holds only values measured on the CPU it names (``_machine``): ``--record`` writes
-this host's figures; ``--update-accounting`` (a change to the cost meter's bookkeeping alone)
-re-runs, requires every learning figure to match, and writes the FLOP bookkeeping (counts
-computed from shapes and sample counts, the same on every CPU) into the given recordings; it
-writes the world-model diagnostics only into a recording of this CPU, and refuses another
+this host's figures; ``--update-accounting`` (a change to the cost meter's bookkeeping alone, or a
+new config key, whose default changes every config's hash) re-runs, requires every learning figure
+to match the main figures or those kept for this CPU's vendor, and writes the FLOP bookkeeping
+(counts computed from shapes and sample counts) and the config hashes, the same on every CPU, into
+both; it writes the world-model diagnostics only into figures of this CPU, and refuses another
 CPU's recording whose diagnostics moved beyond the tolerance (re-record it with ``--record``).
 
 One run parts between CPU vendors: ``pendulum-sac``'s SAC critic losses drift 2e-4 apart by update 189
@@ -45,7 +46,8 @@ and says so. Every other config matches one recording on every host. The main fi
 host's. Since SAC and DQN step with Adam's fused kernel (``sac.fused_adam``, ``dqn.fused_adam``; 2026-12-06)
 ``pendulum-sac``'s figures moved by rounding (eval -1333.07 -> -1335.77 here; with ``fused_adam: false`` they
 are the earlier ones exactly), so the Intel Xeon figures kept before under ``_parted`` no longer hold and were
-dropped: an Intel host records them again with ``--record --parted``.
+dropped; an Intel Xeon host (AVX-512) recorded them again with ``--record --parted`` on 2026-12-06
+(eval -1336.24 against the AMD figures' -1335.77; the commit is in the figures' ``_machine``).
 
 ``summary_equivalence_before.json`` is the recording made before the run-loop refactor (digests
 only, another machine; kept for the record, not checked).
@@ -100,6 +102,9 @@ METRIC_TIMING_KEYS = {"sps", "cpu_s"}
 ACCOUNTING_KEYS = {"train_flops", "inference_flops", "aux_flops", "pretrain_flops", "total_flops", "flops_per_sample",
                    "flops_by_phase", "pretrained_flops", "inference_samples", "shared_pretrain_flops",
                    "per_run_flops", "diagnostics"}  # fmt: skip
+# Decided by the config alone, the same on every CPU: a new config key (its default) changes every config's hash.
+# ``--update-accounting`` writes it like the bookkeeping.
+CONFIG_KEYS = {"config_hash"}
 DIAGNOSTIC_PREFIX = "wm_"
 PARTED = "_parted"  # CPU vendor -> config -> its figures, for a run that parts between vendors (docstring)
 # Float rounding of the same arithmetic (see the docstring for what it can and cannot catch).
@@ -202,31 +207,46 @@ def run_all(names: list[str], extra: list[str] = ()) -> dict[str, Any]:
 
 
 def update_accounting(paths: list[Path], names: list[str]) -> int:
-    """Re-run; where every learning figure matches a recording, replace its FLOP bookkeeping (and, on
-    the recording's own CPU, its diagnostics). Another CPU's floats never enter a recording."""
+    """Re-run; where every learning figure matches a recording (its main figures, or those it keeps for this
+    CPU's vendor under ``_parted``), replace its FLOP bookkeeping and config hashes (``ACCOUNTING_KEYS``,
+    ``CONFIG_KEYS``: the same on every CPU) in both, and on the recording's own CPU its diagnostics. Another
+    CPU's floats never enter a recording."""
     results = run_all(names)
+    replaced = ACCOUNTING_KEYS | CONFIG_KEYS
+    vendor = cpu_model().split(",")[0]
     failed = False
     for path in paths:
         recording = json.loads(path.read_text())
-        same_cpu = recording.get("_machine", {}).get("cpu") == cpu_model()
+        parted = recording.get(PARTED, {}).get(vendor, {})
         for name in names:
-            before = {k: v for k, v in recording.get(name, {}).items() if k not in ACCOUNTING_KEYS}
-            after = {k: v for k, v in results[name].items() if k not in ACCOUNTING_KEYS}
-            ok, line = verdict(before, after)
-            if not ok:
+            after = {k: v for k, v in results[name].items() if k not in replaced}
+            kept_for = {"main": recording.get(name, {})}
+            if name in parted:
+                kept_for["parted"] = {k: v for k, v in parted[name].items() if k != "_machine"}
+            matches = [which for which, figures in kept_for.items()
+                       if verdict({k: v for k, v in figures.items() if k not in replaced}, after)[0]]  # fmt: skip
+            if not matches:
                 failed = True
+                line = verdict({k: v for k, v in kept_for["main"].items() if k not in replaced}, after)[1]
                 print(f"{path.name}: {name:<22} not updated, learning figures differ: {line}")
                 continue
-            if not same_cpu and differences(recording[name].get("diagnostics"), results[name].get("diagnostics")):
+            same_cpu = {"main": recording.get("_machine", {}).get("cpu") == cpu_model()}
+            if "parted" in kept_for:
+                same_cpu["parted"] = parted[name].get("_machine", {}).get("cpu") == cpu_model()
+            moved = differences(kept_for["main"].get("diagnostics"), results[name].get("diagnostics"))
+            if moved and not same_cpu["main"]:
                 failed = True
                 print(f"{path.name}: {name:<22} not updated, its diagnostics moved and were measured on another "
                       f"CPU; re-record it with --record on this host")  # fmt: skip
                 continue
-            written = ACCOUNTING_KEYS if same_cpu else ACCOUNTING_KEYS - {"diagnostics"}
-            kept = {k: v for k, v in recording[name].items() if k not in written}
-            recording[name] = {**kept, **{k: v for k, v in results[name].items() if k in written}}
+            for which, target in (("main", recording), ("parted", parted)):
+                if which not in kept_for:
+                    continue
+                written = replaced if same_cpu[which] else replaced - {"diagnostics"}
+                kept = {k: v for k, v in target[name].items() if k not in written}
+                target[name] = {**kept, **{k: v for k, v in results[name].items() if k in written}}
         path.write_text(json.dumps(recording, indent=2, sort_keys=True) + "\n")
-        print(f"{path}: accounting keys updated")
+        print(f"{path}: accounting keys and config hashes updated")
     return 1 if failed else 0
 
 
@@ -254,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, help="write this host's figures of every config here")
     parser.add_argument("--check", type=Path, nargs="+", help="re-run and compare with each of these recordings")
     parser.add_argument("--update-accounting", type=Path, nargs="+",
-                        help="re-run; if only the meter's bookkeeping changed, write it into these")  # fmt: skip
+                        help="re-run; if only bookkeeping or config hashes changed, write them there")  # fmt: skip
     parser.add_argument("--only", nargs="*", default=None, help="a subset of the configs")
     parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
                         help="one more override for every run (to see what the check catches)")  # fmt: skip

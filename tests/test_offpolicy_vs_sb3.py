@@ -149,3 +149,19 @@ def test_report_only_without_rows_prints_the_no_rows_text(tmp_path, monkeypatch,
     monkeypatch.setattr(sys, "argv", argv)
     bench.main()
     assert _report.no_rows("offpolicy_vs_sb3") in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_the_step_floor_records_each_matrix_product_and_replays_it():
+    import torch
+
+    from benchmarks.offpolicy_step_floor import MatmulLog
+
+    x, w, b = torch.randn(5, 3), torch.randn(4, 3), torch.randn(4)
+    batched = torch.randn(2, 5, 3), torch.randn(2, 3, 6)
+    log = MatmulLog()
+    log.record(lambda: (torch.nn.functional.linear(x, w, b), torch.bmm(*batched), torch.relu(x)))
+    assert [func.overloadpacket.__name__ for func, _, _ in log.calls] == ["addmm", "bmm"]  # relu is not a product
+    assert log.flops() == 2 * 5 * 3 * 4 + 2 * 2 * 5 * 3 * 6
+    _, operands, _ = log.calls[0]
+    assert operands[2][1:3] == ((3, 4), (1, 3))  # the transposed weight keeps its layout
+    log.replay()()  # runs on random operands of those layouts

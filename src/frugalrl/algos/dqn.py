@@ -7,6 +7,8 @@ r + gamma * Q_target(s', argmax_a' Q(s', a')) (Double DQN; plain DQN takes the t
 weighted by the replay's importance weights; the new |TD errors| go back to the store as
 priorities. The target network is synced every ``target_update_interval`` env steps (or
 Polyak-averaged with ``tau < 1``). Truncated episodes bootstrap from their final observation.
+The forward and backward pass on Q(s, a) are ``dqn_step``'s: autograd, or for a plain MLP the same
+step written out (``dqn.fused_step``, the same gradients bit for bit).
 
 Optional parts of the RMT seed, each off by default and each one object handed in or built
 from its config section (the loop has no technique flags):
@@ -31,6 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from frugalrl.algos.dqn_step import QStep, build_q_step
 from frugalrl.algos.exploration import ActionRule, EpsilonSchedule, build_action_rule, entropy_watch
 from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.offpolicy import OffPolicyLearner, adam
@@ -76,6 +79,7 @@ class DQN(OffPolicyLearner):
         self.target = copy.deepcopy(self.policy).requires_grad_(False)
         self.optimizer = adam(list(self.policy.parameters()), self.hp.learning_rate, self.hp.fused_adam)
         self.clip_and_step = ClipAndStep(self.optimizer, list(self.policy.parameters()))
+        self.q_step: QStep = build_q_step(self.policy, self.hp.fused_step)
         self.gradient_updates = 0
         self.last_target_sync = 0
 
@@ -137,9 +141,7 @@ class DQN(OffPolicyLearner):
                 "target", lambda r=rewards, n=next_obs, d=terminated: self.td_targets(r, n, d), hp.batch_size
             )
             self.meter.count("target", hp.batch_size)
-            q = self.meter.run_counted(
-                "forward", lambda o=obs, a=actions: self.policy(o).gather(1, a[:, None]).squeeze(1), hp.batch_size
-            )
+            q = self.meter.run_counted("forward", lambda o=obs, a=actions: self.q_step.forward(o, a), hp.batch_size)
             self.meter.forward_samples += hp.batch_size
             td = q - targets
             loss = (weights * F.smooth_l1_loss(q, targets, reduction="none")).mean()
@@ -149,7 +151,11 @@ class DQN(OffPolicyLearner):
                     "or turn on env.normalize_reward"
                 )
             self.clip_and_step.zero_grad()
-            self.meter.run_counted("backward", loss.backward, hp.batch_size)
+            self.meter.run_counted(
+                "backward",
+                lambda lo=loss, q_=q, t=targets, w=weights: self.q_step.backward(lo, q_, t, w),
+                hp.batch_size,
+            )
             self.meter.backward_samples += hp.batch_size
             self.gradient_sync(self.policy.parameters())
             self.clip_and_step.step(hp.max_grad_norm)  # clip_grad_norm_ then Adam, the same numbers in fewer calls

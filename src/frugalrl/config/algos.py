@@ -133,6 +133,11 @@ class DQNConfig(_Strict):
         description="Adam's fused kernel, one call for all parameters (faster on the CPU; numbers differ from torch's "
         "default Adam in the last bits); false: torch's default Adam, the reference",
     )
+    fused_step: bool = Field(
+        True,
+        description="a plain-MLP Q-network's gradient step written out without autograd (faster on the CPU; the "
+        "same gradients bit for bit); false, or another network: autograd, the reference",
+    )
 
 
 class SACConfig(_Strict):
