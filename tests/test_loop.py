@@ -283,3 +283,24 @@ def test_the_check_fails_for_a_real_change_of_the_run(change):
     proc = subprocess.run([*CHECK, "--only", "cartpole-ppo", *sets], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "cartpole-ppo" in proc.stdout and "DIFFERS" in proc.stdout
+
+
+def test_update_accounting_writes_config_hashes_where_the_figures_match_the_main_or_the_vendors(tmp_path, monkeypatch):
+    module = _equivalence_module()
+    vendor = module.cpu_model().split(",")[0]
+    main = {"config_hash": "old", "eval_mean": 1.0, "train_flops": 10}
+    kept = {"b": {**main, "eval_mean": 2.0, "_machine": {"cpu": module.cpu_model()}}}
+    recording = {"_machine": {"cpu": "another CPU"}, "a": dict(main), "b": dict(main), "c": dict(main),
+                 module.PARTED: {vendor: kept}}  # fmt: skip
+    path = tmp_path / "recording.json"
+    path.write_text(json.dumps(recording))
+    results = {"a": {**main, "config_hash": "new", "train_flops": 11},  # main figures, a new key
+               "b": {**main, "config_hash": "new", "eval_mean": 2.0},  # this vendor's kept figures
+               "c": {**main, "config_hash": "new", "eval_mean": 3.0}}  # learning changed: refused  # fmt: skip
+    monkeypatch.setattr(module, "run_all", lambda names: results)
+    assert module.update_accounting([path], ["a", "b", "c"]) == 1
+    after = json.loads(path.read_text())
+    assert after["a"] == {**main, "config_hash": "new", "train_flops": 11}
+    assert after["b"]["config_hash"] == "new" and after["b"]["eval_mean"] == 1.0  # the main floats stay the AMD ones
+    assert after[module.PARTED][vendor]["b"]["config_hash"] == "new"
+    assert after["c"] == main
