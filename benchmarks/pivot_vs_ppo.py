@@ -19,6 +19,8 @@ For every (env, seed) the script trains these variants, strictly in this order, 
                  the same ``keep_fraction``;
 6. ``pivot_adv`` (``--labels``) ``pivot`` with the ``|advantage|`` label (``selection.settings.label=advantage``).
 
+``--without pivot_mb epochs`` leaves those two out (the MountainCar row needs PPO, pivot and the random skip).
+
 So the controls are matched to pivot on backward samples and (nearly) on optimizer steps, not on a
 rounded epoch count: the question is whether choosing *which* states get compute matters.
 
@@ -108,12 +110,14 @@ def run_chain(env_id: str, seed: int, args: argparse.Namespace, common: dict, wo
 
     base = run("ppo", ["selection.kind=all"])
     pivot = run("pivot", [])
-    run("pivot_mb", ["selection.packing=minibatch", "selection.settings.p_min=0", "selection.settings.score=raw"])
+    if "pivot_mb" not in args.without:
+        run("pivot_mb", ["selection.packing=minibatch", "selection.settings.p_min=0", "selection.settings.score=raw"])
     kept = min(1.0, max(1e-4, pivot["backward_samples"] / base["backward_samples"]))
     matched = {"keep_fraction": kept}
     run("random", ["selection.kind=random", f"selection.settings.keep_fraction={kept:.4f}",
                    "selection.packing=rollout"], matched)  # fmt: skip
-    run("epochs", ["selection.kind=epochs", f"selection.settings.keep_fraction={kept:.4f}"], matched)
+    if "epochs" not in args.without:
+        run("epochs", ["selection.kind=epochs", f"selection.settings.keep_fraction={kept:.4f}"], matched)
     if args.labels:
         run("pivot_adv", ["selection.settings.label=advantage"])
 
@@ -310,6 +314,8 @@ def main() -> None:
                         help="chains (env, seed) run in parallel; above 1 the wall-clock figures suffer")  # fmt: skip
     parser.add_argument("--timesteps", type=int, default=None, help="override every env's budget (smoke runs)")
     parser.add_argument("--labels", action="store_true", help="also run pivot with the |advantage| label")
+    parser.add_argument("--without", nargs="+", default=[], choices=["pivot_mb", "epochs"],
+                        help="leave these variants out (ppo, pivot and the random control always run)")  # fmt: skip
     _report.add_output_args(parser, SECTION)
     args = parser.parse_args()
 
