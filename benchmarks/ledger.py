@@ -496,6 +496,50 @@ def latent_transfer() -> Finding:
     )
 
 
+LATENT_SIZE_RACE = "latent-size"  # benchmarks/results/races/latent-size: race_examples keeps it
+LATENT_SIZE_GAIN = 1.1  # "little gain beyond 64 dims": 128 dims' IQM at most 10% above 64 dims'
+
+
+def latent_size() -> Finding:
+    """The latent-size race: the demo's latent recipe at 64 dims (the control), 32 and 128, equal training CPU."""
+    import json
+
+    from frugalrl.race import judge
+
+    kept = _report.RACES_DIR / LATENT_SIZE_RACE
+    if not (kept / "rows.jsonl").is_file():
+        return no_rows(f"races/{LATENT_SIZE_RACE}/rows")
+    race = json.loads((kept / "race.json").read_text())
+    rows = [json.loads(line) for line in (kept / "rows.jsonl").read_text().splitlines() if line.strip()]
+    names = [c["name"] for c in race["contenders"]]
+    verdicts = {v.name: v for v in judge(rows, names)[0]}
+    if "d64" not in verdicts or "d128" not in verdicts:
+        return Finding(f"{len(rows)} runs kept; 64 and 128 dims both needed", "-", "not yet measured")
+    parts = []
+    for name in ("d32", "d64", "d128"):
+        if name in verdicts:
+            iqm, low, high = verdicts[name].iqm
+            parts.append(f"{name[1:]} dims IQM {iqm:.0f} [{low:.0f}, {high:.0f}]")
+    d128 = verdicts["d128"]
+    paired = (f"; 128 - 64 paired {d128.paired[0]:+.0f} [{d128.paired[1]:+.0f}, {d128.paired[2]:+.0f}]"
+              if d128.paired else "")  # fmt: skip
+    encoders = ", ".join(f"{p['used_by'][0]} {p['cpu_s']:.0f}" for p in race.get("pretrained", {}).values())
+    seeds = min(v.runs for v in verdicts.values())
+    ratio = d128.iqm[0] / verdicts["d64"].iqm[0] if verdicts["d64"].iqm[0] > 0 else float("inf")
+    verdict = (
+        f"confirmed at this budget (128 dims {ratio:.2f}x of 64's IQM, within {LATENT_SIZE_GAIN - 1:.0%}"
+        if ratio <= LATENT_SIZE_GAIN
+        else f"refuted at this budget (128 dims {ratio:.2f}x of 64's IQM"
+    )
+    verdict += f"; {seeds} seeds: the intervals are wide)"
+    return Finding(
+        f"RoadRunner, the demo's latent recipe, full-game scores: {'; '.join(parts)}{paired}; each encoder "
+        f"pretrained once (CPU-s: {encoders})",
+        f"{seeds} seeds x {race['cpu_budget_s']:.0f} training CPU-s per run, one torch thread",
+        verdict,
+    )
+
+
 def latent_compression() -> Finding:
     # A setting: 32 float32 latents against one 84x84 uint8 frame (or the 4-frame stack the policy sees).
     frame, stack, latent = 84 * 84, 4 * 84 * 84, 32 * 4
@@ -710,8 +754,7 @@ CLAIMS = [
                                         "each latent run)")),
     Claim("latent_compression", latent_compression),
     Claim("latent_psnr", latent_psnr),
-    Claim("latent_size", unmeasured("not yet measured", "needs policy returns at 32, 64 and 128 dims (the encoder "
-                                    "benchmark has probe figures only)")),
+    Claim("latent_size", latent_size),
     Claim("latent_transfer", latent_transfer),
     Claim("latent_adaptive", unmeasured("not measurable at this budget", "needs Enduro latent runs to a target "
                                         "score: about 10M frames per run")),

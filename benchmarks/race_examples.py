@@ -32,6 +32,10 @@ RACES = {
     "roadrunner": ["--config", "configs/atari100k-ppo.yaml", "--set", "env.id=ALE/RoadRunner-v5", "--set",
                    "eval.episodes=10", "--contenders", "plain", "latent=configs/roadrunner-latent.yaml", "--seeds",
                    "5", "--cpu-budget-s", "90"],
+    # the claims ledger's latent-size row (benchmarks/ledger.py reads this race's kept files)
+    "latent-size": ["--config", "configs/roadrunner-latent.yaml", "--set", "eval.episodes=10", "--contenders",
+                    "d64:latent.latent_dim=64", "d32:latent.latent_dim=32", "d128:latent.latent_dim=128", "--seeds",
+                    "3", "--cpu-budget-s", "90"],
 }  # fmt: skip
 
 

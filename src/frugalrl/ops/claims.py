@@ -55,8 +55,11 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
                                 "python -m benchmarks.pivot_vs_ppo --env CartPole-v1 --seeds 5 --write"),
     "pivot_lunarlander": SeedClaim("PivotRL", "LunarLander compute cut at the same score", "48% less, 88.7 vs 89.2%",
                                    "python -m benchmarks.pivot_vs_ppo --env LunarLander-v3 --seeds 3 --write"),
-    "pivot_mountaincar": SeedClaim("PivotRL", "MountainCar compute cut at the same score", "55% less, 94.3 vs 95.1%",
-                                   "python -m benchmarks.pivot_vs_ppo --env MountainCar-v0 --seeds 5 --write"),
+    "pivot_mountaincar": SeedClaim(
+        "PivotRL", "MountainCar compute cut at the same score", "55% less, 94.3 vs 95.1%",
+        "python -m benchmarks.mountaincar_pilot --seeds 3 --write && python -m benchmarks.pivot_vs_ppo --env "
+        "MountainCar-v0 --seeds 5 --timesteps BUDGET --without pivot_mb epochs --write (BUDGET: the pilot's)",
+    ),
     "pivot_overall": SeedClaim("PivotRL", "importance sampling overall",
                                "about 45% less compute, < 2% performance loss", _PIVOT),
     "pivot_vs_random": SeedClaim(
@@ -81,7 +84,12 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
                                     "arithmetic on latent.latent_dim: 32 (configs/breakout-latent.yaml)"),
     "latent_psnr": SeedClaim("RLVR", "encoder reconstruction", "PSNR > 30 dB",
                              "python -m benchmarks.latent_encoders --updates 3000 --write"),
-    "latent_size": SeedClaim("RLVR", "latent size", "little gain beyond 64 dims", "-"),
+    "latent_size": SeedClaim(
+        "RLVR", "latent size", "little gain beyond 64 dims",
+        "frugalrl race --config configs/roadrunner-latent.yaml --set eval.episodes=10 --contenders "
+        "d64:latent.latent_dim=64 d32:latent.latent_dim=32 d128:latent.latent_dim=128 --seeds 3 --cpu-budget-s 90 "
+        "--out runs/race-latent-size && python -m benchmarks.race_examples --race latent-size --keep --write",
+    ),
     "latent_transfer": SeedClaim("RLVR", "a Breakout encoder gives Pong a head start", "human-level first score",
                                  _LATENT),
     "latent_adaptive": SeedClaim("RLVR", "adaptive curriculum", "Enduro training time -40%", "-"),
