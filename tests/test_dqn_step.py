@@ -78,5 +78,8 @@ def test_networks_the_fused_step_cannot_run_take_autograd():
     with pytest.raises(ValueError, match="cannot run this network"):
         FusedQStep(cnn)
     assert isinstance(build_q_step(_net([8], "relu"), fused=False), AutogradQStep)
+    frozen = _net([8], "relu")
+    frozen.torso.requires_grad_(False)
+    assert "frozen" in fused_unsupported(frozen)
     with pytest.raises(RuntimeError, match="forward"):
         FusedQStep(_net([8], "relu")).backward(torch.zeros(()), torch.zeros(2), torch.zeros(2), torch.ones(2))

@@ -63,6 +63,8 @@ def fused_unsupported(net: nn.Module) -> str | None:
     kinds = [type(layer) for layer in body]
     if len(body) % 2 or any(k is not nn.Linear for k in kinds[::2]) or any(k not in _ACTIVATIONS for k in kinds[1::2]):
         return f"torso layers {[k.__name__ for k in kinds]} are not Linear + ReLU/Tanh pairs"
+    if not all(p.requires_grad for p in net.parameters()):
+        return "some parameters are frozen (autograd leaves their gradients out)"
     return None
 
 
