@@ -28,6 +28,8 @@ RENDERERS = {
     "offpolicy_vs_sb3.py Pendulum-v1": (["--env", "Pendulum-v1"], ["offpolicy_vs_sb3_pendulum"]),
     "offpolicy_vs_sb3.py CartPole-v1": (["--env", "CartPole-v1"], ["offpolicy_vs_sb3_cartpole"]),
     "offpolicy_vs_sb3.py LunarLander-v3": (["--env", "LunarLander-v3"], ["offpolicy_vs_sb3_lunarlander"]),
+    "offpolicy_vs_sb3.py HalfCheetah-v5": (["--env", "HalfCheetah-v5"], ["offpolicy_vs_sb3_halfcheetah"]),
+    "offpolicy_step_floor.py": ([], ["offpolicy_step_floor"]),
     "ppo_time_breakdown.py": ([], ["ppo_time_breakdown"]),
     "ppo_step_micro.py": ([], ["ppo_step_micro"]),
     "pivot_vs_ppo.py": ([], ["pivot_vs_ppo"]),
