@@ -23,12 +23,14 @@ ledger only through its rows.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 
 from frugalrl.ops.claims import SEED_CLAIMS
+from frugalrl.race import judge
 from frugalrl.stats import stratified_bootstrap_iqm
 
 from . import _report, _rmt
@@ -502,10 +504,6 @@ LATENT_SIZE_GAIN = 1.1  # "little gain beyond 64 dims": 128 dims' IQM at most 10
 
 def latent_size() -> Finding:
     """The latent-size race: the demo's latent recipe at 64 dims (the control), 32 and 128, equal training CPU."""
-    import json
-
-    from frugalrl.race import judge
-
     kept = _report.RACES_DIR / LATENT_SIZE_RACE
     if not (kept / "rows.jsonl").is_file():
         return no_rows(f"races/{LATENT_SIZE_RACE}/rows")
