@@ -106,3 +106,18 @@ def env_verdict(mine: dict[str, list[dict]]) -> tuple[str, str]:
     verdict = ("confirmed" if steadier and not_lower else "partly (steadier, but starts lower)" if steadier
                else "partly (steadier, not by 30%)" if ratio < 1 and not_lower else "refuted")  # fmt: skip
     return figures, verdict
+
+
+# --------------------------------------------------------------------------- the MountainCar pilot
+MOUNTAINCAR_THRESHOLD = -110.0  # gymnasium's reward_threshold for MountainCar-v0
+
+
+def chosen_budget(rows: list[dict]) -> tuple[int | None, dict[int, int]]:
+    """The MountainCar pilot's rule: the smallest evaluated step at which more than half of the seeds score at
+    least ``MOUNTAINCAR_THRESHOLD`` (None: no such step), and how many seeds do at each evaluated step."""
+    reached: dict[int, int] = {}
+    for row in rows:
+        for step, score in row["evaluations"]:
+            reached[step] = reached.get(step, 0) + (score >= MOUNTAINCAR_THRESHOLD)
+    most = [step for step in sorted(reached) if reached[step] > len(rows) / 2]
+    return (most[0] if most else None), reached

@@ -38,7 +38,14 @@ from . import _signals as sig
 from ._atari import ATARI100K_PROTOCOL, REFERENCES, SINGLE_LIFE_PROTOCOL, atari100k_runs
 from ._equal_cpu import by_contender, curriculum_lines, latest
 from ._peft import claim_finding, contest_rows, transfer_finding
-from ._pivot import STABILITY_ENVS, STABILITY_VARIANTS, env_verdict, random_policy_return
+from ._pivot import (
+    MOUNTAINCAR_THRESHOLD,
+    STABILITY_ENVS,
+    STABILITY_VARIANTS,
+    chosen_budget,
+    env_verdict,
+    random_policy_return,
+)
 from ._report import paired_difference, paired_ratios
 
 RESULTS = _report.RESULTS_DIR
@@ -134,9 +141,22 @@ def pivot_cut(env: str, claimed_cut: float, claimed_ratio: float) -> Callable[[]
         else:
             verdict = f"refuted at this budget (compute cut, but return {min(ret):.2f} of PPO's)"
         steps = batch[0]["timesteps"]
-        return Finding(measured, f"{len(pairs)} seeds x {steps:,} env steps", verdict)
+        return Finding(measured, f"{len(pairs)} seeds x {steps:,} env steps{pilot_note(env)}", verdict)
 
     return measure
+
+
+def pilot_note(env: str) -> str:
+    """For MountainCar, why its budget: what the pilot (``mountaincar_pilot``) found."""
+    rows = _report.newest_batch(rows_of("mountaincar_pilot")) if env == "MountainCar-v0" else []
+    if not rows:
+        return ""
+    budget, reached = chosen_budget(rows)
+    if budget is not None:
+        return f" (the pilot's budget: PPO at {MOUNTAINCAR_THRESHOLD:.0f} on {reached[budget]} of {len(rows)} seeds)"
+    best = max(reached.values())
+    return (f" (the config's budget: in the pilot, {len(rows)} seeds to {max(reached):,} steps, PPO reached "
+            f"{MOUNTAINCAR_THRESHOLD:.0f} on at most {best} of {len(rows)} seeds at any evaluation)")  # fmt: skip
 
 
 def budgets(rows: list[dict]) -> str:

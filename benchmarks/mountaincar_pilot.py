@@ -28,11 +28,11 @@ import tempfile
 from pathlib import Path
 
 from . import _harness, _report
-from ._pivot import CONFIGS, run_training
+from ._pivot import CONFIGS, chosen_budget, run_training
+from ._pivot import MOUNTAINCAR_THRESHOLD as THRESHOLD
 
 NAME = "mountaincar_pilot"
 ENV = "MountainCar-v0"
-THRESHOLD = -110.0  # gymnasium's reward_threshold for MountainCar-v0
 BUDGET = 2_000_000
 EVERY = 100_000
 EPISODES = 10
@@ -42,17 +42,6 @@ def evaluations(run_dir: Path) -> list[list[float]]:
     """(env step, mean return) of each evaluation during training."""
     rows = _harness.metrics(run_dir)
     return [[r["step"], round(r["eval/mean_return"], 2)] for r in rows if r.get("eval/mean_return") is not None]
-
-
-def chosen_budget(rows: list[dict]) -> tuple[int | None, dict[int, int]]:
-    """The smallest evaluated step at which more than half of the seeds score at least ``THRESHOLD`` (None: no
-    such step), and how many seeds do at each evaluated step."""
-    reached: dict[int, int] = {}
-    for row in rows:
-        for step, score in row["evaluations"]:
-            reached[step] = reached.get(step, 0) + (score >= THRESHOLD)
-    most = [step for step in sorted(reached) if reached[step] > len(rows) / 2]
-    return (most[0] if most else None), reached
 
 
 def run(args: argparse.Namespace) -> list[dict]:
