@@ -35,6 +35,8 @@ RENDERERS = {
     "pivot_vs_ppo.py": ([], ["pivot_vs_ppo"]),
     "selection_signals.py": ([], ["selection_signals"]),
     "pivot_pretrained.py": ([], ["pivot_pretrained"]),
+    "pivot_pretrain_stability.py": ([], ["pivot_pretrain_stability"]),
+    "mountaincar_pilot.py": ([], ["mountaincar_pilot"]),
     "pivot_labels.py": ([], ["pivot_labels"]),
     "pivot_transfer.py": ([], ["pivot_transfer"]),
     "latent_encoders.py": ([], ["latent_encoders"]),
