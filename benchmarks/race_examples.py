@@ -35,7 +35,7 @@ RACES = {
     # the claims ledger's latent-size row (benchmarks/ledger.py reads this race's kept files)
     "latent-size": ["--config", "configs/roadrunner-latent.yaml", "--set", "eval.episodes=10", "--contenders",
                     "d64:latent.latent_dim=64", "d32:latent.latent_dim=32", "d128:latent.latent_dim=128", "--seeds",
-                    "3", "--cpu-budget-s", "90"],
+                    "3", "--cpu-budget-s", "50"],
 }  # fmt: skip
 
 

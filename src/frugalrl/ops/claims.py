@@ -87,7 +87,7 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
     "latent_size": SeedClaim(
         "RLVR", "latent size", "little gain beyond 64 dims",
         "frugalrl race --config configs/roadrunner-latent.yaml --set eval.episodes=10 --contenders "
-        "d64:latent.latent_dim=64 d32:latent.latent_dim=32 d128:latent.latent_dim=128 --seeds 3 --cpu-budget-s 90 "
+        "d64:latent.latent_dim=64 d32:latent.latent_dim=32 d128:latent.latent_dim=128 --seeds 3 --cpu-budget-s 50 "
         "--out runs/race-latent-size && python -m benchmarks.race_examples --race latent-size --keep --write",
     ),
     "latent_transfer": SeedClaim("RLVR", "a Breakout encoder gives Pong a head start", "human-level first score",
