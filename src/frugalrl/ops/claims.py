@@ -58,7 +58,7 @@ SEED_CLAIMS: dict[str, SeedClaim] = {
     "pivot_mountaincar": SeedClaim(
         "PivotRL", "MountainCar compute cut at the same score", "55% less, 94.3 vs 95.1%",
         "python -m benchmarks.mountaincar_pilot --seeds 3 --write && python -m benchmarks.pivot_vs_ppo --env "
-        "MountainCar-v0 --seeds 5 --timesteps BUDGET --without pivot_mb epochs --write (BUDGET: the pilot's)",
+        "MountainCar-v0 --seeds 5 --timesteps 1800000 --without pivot_mb epochs --write",
     ),
     "pivot_overall": SeedClaim("PivotRL", "importance sampling overall",
                                "about 45% less compute, < 2% performance loss", _PIVOT),
