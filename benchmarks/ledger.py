@@ -545,9 +545,9 @@ def latent_size() -> Finding:
     seeds = min(v.runs for v in verdicts.values())
     ratio = d128.iqm[0] / verdicts["d64"].iqm[0] if verdicts["d64"].iqm[0] > 0 else float("inf")
     verdict = (
-        f"confirmed at this budget (128 dims {ratio:.2f}x of 64's IQM, within {LATENT_SIZE_GAIN - 1:.0%}"
+        f"confirmed at this budget (128 dims' IQM {ratio:.2f}x of 64's, not over {LATENT_SIZE_GAIN - 1:.0%} above it"
         if ratio <= LATENT_SIZE_GAIN
-        else f"refuted at this budget (128 dims {ratio:.2f}x of 64's IQM"
+        else f"refuted at this budget (128 dims' IQM {ratio:.2f}x of 64's"
     )
     verdict += f"; {seeds} seeds: the intervals are wide)"
     return Finding(

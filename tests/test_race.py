@@ -197,7 +197,7 @@ def test_the_worked_races_on_the_page_are_what_their_kept_rows_render(monkeypatc
     """``python -m benchmarks.race_examples --report-only --check``: docs/race.md's tables from the kept races."""
     page = (REPO / "docs" / "race.md").read_text()
     kept = {p.name for p in (REPO / "benchmarks" / "results" / "races").iterdir() if (p / "rows.jsonl").is_file()}
-    assert {f"race_{name}" for name in kept} <= set(re.findall(r"<!-- BEGIN (\w+) -->", page))
+    assert {f"race_{name}" for name in kept} <= set(re.findall(r"<!-- BEGIN ([\w-]+) -->", page))
     monkeypatch.setattr(sys, "argv", ["race_examples.py", "--report-only", "--check"])
     try:
         runpy.run_module("benchmarks.race_examples", run_name="__main__")
