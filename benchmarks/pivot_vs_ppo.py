@@ -312,7 +312,8 @@ def main() -> None:
     )
     parser.add_argument("--workers", type=int, default=1,
                         help="chains (env, seed) run in parallel; above 1 the wall-clock figures suffer")  # fmt: skip
-    parser.add_argument("--timesteps", type=int, default=None, help="override every env's budget (smoke runs)")
+    parser.add_argument("--timesteps", type=int, default=None,
+                        help="override every env's budget (smoke runs; MountainCar at its pilot's budget)")  # fmt: skip
     parser.add_argument("--labels", action="store_true", help="also run pivot with the |advantage| label")
     parser.add_argument("--without", nargs="+", default=[], choices=["pivot_mb", "epochs"],
                         help="leave these variants out (ppo, pivot and the random control always run)")  # fmt: skip
