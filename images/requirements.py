@@ -14,7 +14,8 @@ except ModuleNotFoundError:
 
 
 def requirements(pyproject: str, extras: list[str]) -> list[str]:
-    project = tomllib.load(open(pyproject, "rb"))["project"]
+    with open(pyproject, "rb") as file:
+        project = tomllib.load(file)["project"]
     chosen = [*project["dependencies"], *(r for e in extras for r in project["optional-dependencies"][e])]
     return [r for r in chosen if not r.startswith(project["name"] + "[")]  # an extra naming others: those are listed
 
