@@ -31,6 +31,8 @@ from statistics import median
 
 from frugalrl.ops.claims import SEED_CLAIMS
 from frugalrl.race import judge
+from frugalrl.race.runs import RACE_FILE
+from frugalrl.race.runs import read_rows as read_race_rows
 from frugalrl.stats import stratified_bootstrap_iqm
 
 from . import _report, _rmt
@@ -525,10 +527,10 @@ LATENT_SIZE_GAIN = 1.1  # "little gain beyond 64 dims": 128 dims' IQM at most 10
 def latent_size() -> Finding:
     """The latent-size race: the demo's latent recipe at 64 dims (the control), 32 and 128, equal training CPU."""
     kept = _report.RACES_DIR / LATENT_SIZE_RACE
-    if not (kept / "rows.jsonl").is_file():
+    rows = read_race_rows(kept)
+    if not rows:
         return no_rows(f"races/{LATENT_SIZE_RACE}/rows")
-    race = json.loads((kept / "race.json").read_text())
-    rows = [json.loads(line) for line in (kept / "rows.jsonl").read_text().splitlines() if line.strip()]
+    race = json.loads((kept / RACE_FILE).read_text())
     names = [c["name"] for c in race["contenders"]]
     verdicts = {v.name: v for v in judge(rows, names)[0]}
     if "d64" not in verdicts or "d128" not in verdicts:

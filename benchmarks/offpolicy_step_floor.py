@@ -7,8 +7,8 @@ process, one torch thread:
 1. Both learners fill their replay with the same number of env steps (``--fill``; acting only, no learning).
 2. One learning call of each (frugalrl ``learner.learn()``, SB3 ``model.train(gradient_steps, batch_size)``:
    the config's ``gradient_steps`` at its ``batch_size``) runs under a dispatch mode that records every matrix
-   multiplication (``mm``, ``addmm``, ``bmm``, ``baddbmm``) with its operands' shapes and strides. Their FLOPs
-   are 2 m k n per product.
+   multiplication (``mm``, ``addmm``, ``bmm``, ``baddbmm``) with its operands' shapes and strides; its FLOPs
+   are the cost meter's count (``frugalrl.cost.count_flops``: 2 m k n per product).
 3. Timed in alternating blocks (A B C D A B C D ...), after a warm-up: each learner's learning call, and a
    replay of the recorded matrix multiplications alone on random operands of the same shapes and strides
    (outputs allocated as in the real call). Medians over the blocks, per gradient step. For DQN, frugalrl's
@@ -26,7 +26,6 @@ also holds env steps and acting, which this leaves out.
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import time
 from collections.abc import Callable
@@ -67,14 +66,6 @@ class MatmulLog:
 
         with Recorder():
             fn()
-
-    def flops(self) -> int:
-        """2 m k n per product (times the batch for bmm / baddbmm)."""
-        total = 0
-        for _, args, _ in self.calls:
-            a, b = [x for x in args if isinstance(x, tuple) and x and x[0] == "tensor"][-2:]  # bias first, if any
-            total += 2 * math.prod(a[1][:-2]) * a[1][-2] * a[1][-1] * b[1][-1]
-        return total
 
     def replay(self) -> Callable[[], None]:
         """A call that runs the recorded products on random operands of the recorded layouts."""
@@ -141,12 +132,15 @@ def seconds_per_call(fn: Callable[[], object], calls: int) -> float:
 def measure_env(spec: EnvSpec, fill: int, blocks: int, block_s: float) -> dict:
     import torch
 
+    from frugalrl.cost import count_flops
+
     torch.set_num_threads(1)
     fr_learn, gradient_steps, batch_size = frugalrl_call(spec, fill)
     sb_learn = sb3_call(spec, fill)
     logs = {"frugalrl": MatmulLog(), "sb3": MatmulLog()}
     logs["frugalrl"].record(fr_learn)
     logs["sb3"].record(sb_learn)
+    flops = {"frugalrl": count_flops(fr_learn)[0], "sb3": count_flops(sb_learn)[0]}
     fns = {"frugalrl": fr_learn, "sb3": sb_learn, "frugalrl matmuls": logs["frugalrl"].replay(),
            "sb3 matmuls": logs["sb3"].replay()}  # fmt: skip
     if spec.algo in REFERENCE:
@@ -166,8 +160,8 @@ def measure_env(spec: EnvSpec, fill: int, blocks: int, block_s: float) -> dict:
         "reference": REFERENCE.get(spec.algo), "reference_ms": ms.get("frugalrl reference"),
         "frugalrl_matmuls": len(logs["frugalrl"].calls) // gradient_steps,
         "sb3_matmuls": len(logs["sb3"].calls) // gradient_steps,
-        "frugalrl_gflop": logs["frugalrl"].flops() / gradient_steps / 1e9,
-        "sb3_gflop": logs["sb3"].flops() / gradient_steps / 1e9,
+        "frugalrl_gflop": flops["frugalrl"] / gradient_steps / 1e9,
+        "sb3_gflop": flops["sb3"] / gradient_steps / 1e9,
         "ms_per_block": {name: values for name, values in per_step.items()},
     }  # fmt: skip
 

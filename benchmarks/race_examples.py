@@ -19,7 +19,7 @@ import shutil
 import sys
 
 from frugalrl.race import judge
-from frugalrl.race.runs import RACE_FILE, ROWS_FILE
+from frugalrl.race.runs import RACE_FILE, ROWS_FILE, read_rows
 from frugalrl.race.table import render
 
 from . import _report
@@ -42,7 +42,7 @@ RACES = {
 def section(name: str) -> str:
     """The page's section for race ``name``, from its kept files."""
     race = json.loads((KEPT / name / RACE_FILE).read_text())
-    rows = [json.loads(line) for line in (KEPT / name / ROWS_FILE).read_text().splitlines() if line.strip()]
+    rows = read_rows(KEPT / name)
     verdicts, winner, bar = judge(rows, [c["name"] for c in race["contenders"]])
     command = " ".join(["frugalrl", "race", *RACES[name], "--out", f"runs/race-{name}"])
     runs = f"{len(rows)} runs kept in `benchmarks/results/races/{name}/` ({ROWS_FILE}, {RACE_FILE})"
