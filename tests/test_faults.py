@@ -433,6 +433,58 @@ def test_a_tracking_server_that_comes_back_mid_run_gets_everything_without_sync(
         _kill(server)
 
 
+@pytest.mark.slow
+def test_a_server_restarting_at_the_start_is_waited_for_and_one_dying_right_after_loses_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    """CI's soak found both: a tuning worker's run start met an MLflow restart, and the store went away
+    between the run's start and its parameters (a traceback, the run left RUNNING). Now the start waits
+    for the store, and what follows it waits in the run directory like any metric."""
+    import threading
+
+    from frugalrl.tracking import offline, runs
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+    servers = [_start_server(tmp_path, port)]
+    original_start = runs.RunTracker._start
+
+    def restarting_then_dying(tracker):  # noqa: ANN001 - RunTracker._start's own argument
+        _kill(servers[0])  # the health check passed; the start meets the server down ...
+        threading.Thread(target=lambda: servers.append(_start_server(tmp_path, port))).start()  # ... coming back
+        run = original_start(tracker)
+        _kill(servers[-1])  # ... and gone again before the parameters are sent
+        return run
+
+    monkeypatch.setattr(runs.RunTracker, "_start", restarting_then_dying)
+    config = tiny_config(tracking={"enabled": True, "timeout_s": 2, "retries": 0, "reconnect_s": 1},
+                         ppo={"total_timesteps": 1024})  # fmt: skip
+    out = tmp_path / "run"
+    try:
+        summary = train(config, out, interactive=False)
+    finally:
+        for server in servers:
+            if server.poll() is None:
+                _kill(server)
+    assert len(servers) == 2 and summary["eval_mean"] > 0
+    err = capsys.readouterr().err
+    assert "stopped answering while logging parameters" in err, err
+    kinds = [entry["kind"] for entry in offline.pending(out)]
+    assert kinds[:2] == ["params", "tags"], kinds
+
+    server = _start_server(tmp_path, port)
+    try:
+        main(["sync", str(out)])
+        assert "params" in capsys.readouterr().out
+        run = _client().get_run(summary["mlflow_run_id"])
+        assert run.info.status == "FINISHED" and run.data.params["ppo.total_timesteps"] == "1024"
+        assert run.data.tags["frugalrl.config_hash"] == summary["config_hash"]
+        assert len(_client().search_runs([run.info.experiment_id])) == 1  # the waited-for start made one run
+    finally:
+        _kill(server)
+
+
 def test_a_replay_cut_short_resumes_after_what_it_sent(tmp_path, monkeypatch):
     """The store goes away again in the middle of sending what waited: the next replay sends only the
     rest (2,500 metrics go in three batches; the second batch fails the first time)."""
@@ -465,3 +517,32 @@ def test_a_replay_cut_short_resumes_after_what_it_sent(tmp_path, monkeypatch):
     assert not (tmp_path / offline.OFFLINE_FILE).exists()
     synced = [json.loads(line) for line in (tmp_path / offline.SYNCED_FILE).read_text().splitlines()]
     assert sum(len(e["metrics"]) for e in synced if e["kind"] == "metrics") == 2500
+
+
+def test_metrics_kept_by_a_run_resumed_while_the_store_was_away_skip_the_steps_it_holds(tmp_path, monkeypatch):
+    """A resumed run redoes the steps after its checkpoint; when the store went away before the run could ask
+    which of them it holds, the replay asks and sends only the others."""
+    import mlflow
+    from mlflow.entities import Metric
+
+    from frugalrl.tracking import offline
+
+    held = {"loss": [Metric("loss", 1.0, 0, step) for step in range(10)]}  # steps 0-9 logged before the kill
+    sent: list[tuple[str, int]] = []
+
+    class Client:
+        def get_metric_history(self, run_id, key):
+            return held.get(key, [])
+
+        def log_batch(self, run_id, metrics):
+            sent.extend((m.key, m.step) for m in metrics)
+
+    monkeypatch.setattr(mlflow, "MlflowClient", Client)
+    redone = [[key, 2.0, 1, step] for step in range(6, 14) for key in ("loss", "return")]  # from checkpoint 6
+    entries = [{"kind": "metrics", "metrics": redone, "skip_held": True},
+               {"kind": "metrics", "metrics": [["loss", 3.0, 2, 14]]}]  # fmt: skip
+    (tmp_path / offline.OFFLINE_FILE).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    counts = offline.replay("run", offline.pending(tmp_path), tmp_path)
+    assert sorted(s for k, s in sent if k == "loss") == [10, 11, 12, 13, 14]  # 6-9 were held
+    assert sorted(s for k, s in sent if k == "return") == list(range(6, 14))  # none held
+    assert counts["metrics"] == len(sent) == 13

@@ -279,14 +279,12 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
 
     run_id = None
     if config.tracking.enabled:
-        import mlflow
-
         # the worker's run keeps what the store missed in OUT (`frugalrl sync OUT` sends it, via best.json)
         with RunTracker(config, run_name=f"{config.name}-tune-worker{worker}", pipeline_run_id=pipeline_run_id,
                         buffer_dir=out) as tracker:  # fmt: skip
             run_id = tracker.run_id
-            experiment = mlflow.get_experiment_by_name(config.tracking.experiment)
-            log_trials = TrialLogger(tracker.run_id, experiment.experiment_id, tuning.metric,
+            # the tracker's experiment, not a lookup: a store away right after the start must not stop the worker
+            log_trials = TrialLogger(tracker.run_id, tracker.experiment_id, tuning.metric,
                                      config.tracking.reconnect_s)  # fmt: skip
             callbacks.append(log_trials)
             run()

@@ -1,7 +1,7 @@
 """Tracking that survives its server: what could not be sent waits in the run directory.
 
 When the MLflow store stops answering mid-run, ``RunTracker`` keeps training going and appends
-what it could not send (metrics, artifacts, tags, the policy model, the run's end) to
+what it could not send (parameters, metrics, artifacts, tags, the policy model, the run's end) to
 ``RUN_DIR/mlflow_offline.jsonl``, one JSON entry per line. ``sync_run_dir`` (``frugalrl sync
 RUN_DIR``), or the run itself when the store comes back during it, replays the entries in order;
 each one sent moves to ``mlflow_offline.synced.jsonl`` (kept: it says what was late), so a replay
@@ -55,7 +55,7 @@ def _run_id(run_dir: Path) -> str | None:
     return None
 
 
-KINDS = ("metrics", "artifact", "tags", "policy", "end")  # what a buffer entry can be
+KINDS = ("params", "metrics", "artifact", "tags", "policy", "end")  # what a buffer entry can be
 
 
 def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[str, int]:
@@ -65,15 +65,21 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
     soon as it is sent, so a replay cut short by the store going away again resumes after the last
     thing sent and sends nothing twice. The offline file is gone once everything is sent."""
     from mlflow import MlflowClient
-    from mlflow.entities import Metric
+    from mlflow.entities import Metric, Param
 
     client = MlflowClient()
-    sent = {"metrics": 0, "artifacts": 0, "tags": 0, "policy": 0, "end": 0, "missing files": 0, "left waiting": 0}
+    sent = {kind: 0 for kind in ("params", "metrics", "artifacts", "tags", "policy", "end", "missing files",
+                                 "left waiting")}  # fmt: skip
     queue, kept = list(entries), []  # kept: entries this frugalrl cannot send; they stay in the offline file
+    held: dict[str, set[int]] = {}  # per key, the steps the run holds (asked once, for "skip_held" entries)
     while queue:
         entry, kind = queue[0], queue[0].get("kind")
         if kind == "metrics":
             batch, rest = entry["metrics"][:1000], entry["metrics"][1000:]
+            if entry.get("skip_held"):  # kept by a run resumed while the store was away: it redid some steps
+                for key in {m[0] for m in batch} - held.keys():
+                    held[key] = {m.step for m in client.get_metric_history(run_id, key)}
+                batch = [m for m in batch if m[3] not in held[m[0]]]
             client.log_batch(run_id, metrics=[Metric(key, value, stamp, step) for key, value, stamp, step in batch])
             sent["metrics"] += len(batch)
             done, queue = {**entry, "metrics": batch}, ([{**entry, "metrics": rest}] if rest else []) + queue[1:]
@@ -92,6 +98,9 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
             else:
                 client.log_artifact(run_id, entry["path"], artifact_path=entry.get("artifact_path"))
                 sent["artifacts"] += 1
+        elif kind == "params":  # logging a parameter again with the same value is allowed: a cut replay may
+            client.log_batch(run_id, params=[Param(key, value) for key, value in entry["params"].items()])
+            sent["params"] += len(entry["params"])
         elif kind == "tags":
             for key, value in entry["tags"].items():
                 client.set_tag(run_id, key, value)

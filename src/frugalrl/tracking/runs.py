@@ -23,6 +23,8 @@ from frugalrl.tracking.store import check_tracking, health_request
 
 FLUSH_METRICS = 2000  # queued metric values that trigger a send
 FLUSH_SECONDS = 10.0  # or seconds since the last send: MLflow's UI lags by at most this
+START_PATIENCE_S = 120.0  # a store that answered the health check and then went away (a server restarting
+# under load takes tens of seconds) gets this long to take the run's start; nothing has been trained yet
 
 
 class RunTracker:
@@ -64,6 +66,7 @@ class RunTracker:
         self.buffer_dir = Path(buffer_dir) if buffer_dir is not None else None
         self.offline = False  # the store stopped answering: what cannot be sent waits in buffer_dir
         self._offline_checked = 0.0
+        self._held_unknown = False  # metrics kept while offline may repeat steps the store holds (see __enter__)
 
     def __enter__(self) -> RunTracker:
         mlflow = self.mlflow
@@ -71,24 +74,52 @@ class RunTracker:
             print(f"MLflow run {self._resume_id} is not in {shown(self.uri)}: the resumed run gets a new one naming it")
             self._tags["frugalrl.resumed_from_run_id"] = self._resume_id
             self._resume_id = None
-        try:
-            mlflow.set_experiment(self.config.tracking.experiment)
-            run = mlflow.start_run(run_id=self._resume_id, run_name=None if self._resume_id else self._run_name)
-        except Exception as exc:
-            raise TrackingError(
-                f"MLflow store {shown(self.uri)} cannot start a run ({shown(str(exc).splitlines()[0])[:160]})"
-            ) from None
+        run = self._start()
         self.run_id = run.info.run_id
         self.experiment_id = run.info.experiment_id
-        if self._resume_id is None:
-            params = {key: str(value)[:500] for key, value in flatten(self.config.to_dict()).items()}
-            mlflow.log_params(params)
-        mlflow.set_tags({**lineage_tags(self.config, self._pipeline_run_id), **self._tags})
-        if self._resume_id is not None:
-            client = self.mlflow.tracking.MlflowClient()
-            for key in client.get_run(self.run_id).data.metrics:  # what the run logged before it stopped
-                self._logged_through[key] = max(m.step for m in client.get_metric_history(self.run_id, key))
+        try:  # the store may go away right after the start: with a run directory these wait there, like metrics
+            if self._resume_id is None:
+                self.log_params({key: str(value)[:500] for key, value in flatten(self.config.to_dict()).items()})
+            self.set_tags({**lineage_tags(self.config, self._pipeline_run_id), **self._tags})
+        except TrackingError:  # no run directory to keep them in: the run ends FAILED, not RUNNING forever
+            self._quietly(mlflow.end_run, "FAILED")
+            raise
+        if self._resume_id is not None and not self.offline:
+            try:
+                client = self.mlflow.tracking.MlflowClient()
+                for key in client.get_run(self.run_id).data.metrics:  # what the run logged before it stopped
+                    self._logged_through[key] = max(m.step for m in client.get_metric_history(self.run_id, key))
+            except Exception as error:
+                self._went_away("reading the resumed run's metrics", error)
+        # resumed while the store was away: which redone steps it holds is unknown here, so the replay asks it
+        self._held_unknown = self._resume_id is not None and self.offline
         return self
+
+    def _start(self) -> Any:
+        """The run, started (or resumed). A failure while the store does not answer is waited out for up to
+        ``START_PATIENCE_S``; one while it answers is tried once more (the store may have just come back),
+        then refused in one line: a wrong experiment or a refused request does not get better by waiting."""
+        mlflow = self.mlflow
+        deadline = time.monotonic() + START_PATIENCE_S
+        failed_while_answering = 0
+        while True:
+            try:
+                mlflow.set_experiment(self.config.tracking.experiment)
+                return mlflow.start_run(run_id=self._resume_id, run_name=None if self._resume_id else self._run_name)
+            except Exception as exc:
+                reason = shown(str(exc).splitlines()[0])[:160] if str(exc) else type(exc).__name__
+            failed_while_answering += self._answers()
+            if failed_while_answering >= 2 or time.monotonic() >= deadline:
+                raise TrackingError(f"MLflow store {shown(self.uri)} cannot start a run ({reason})") from None
+            time.sleep(min(self.config.tracking.reconnect_s, 5.0))
+
+    def _answers(self) -> bool:
+        """Whether the store answers its health check (``check_tracking``) now."""
+        try:
+            check_tracking(self.uri, timeout_s=self.config.tracking.timeout_s)
+        except TrackingError:
+            return False
+        return True
 
     def run_url(self) -> str:
         """Where to look at this run: its page on a tracking server, else the store's URI (credentials as ``***``)."""
@@ -197,7 +228,7 @@ class RunTracker:
             return
         pending, self._pending = self._pending, []
         if self.offline and not self._back():
-            self._keep({"kind": "metrics", "metrics": [[m.key, m.value, m.timestamp, m.step] for m in pending]})
+            self._keep_metrics(pending)
             return
         client = self.mlflow.tracking.MlflowClient()
         for start in range(0, len(pending), 1000):
@@ -205,9 +236,14 @@ class RunTracker:
                 client.log_batch(self.run_id, metrics=pending[start : start + 1000])
             except Exception as error:
                 self._went_away("logging metrics", error)
-                rest = pending[start:]
-                self._keep({"kind": "metrics", "metrics": [[m.key, m.value, m.timestamp, m.step] for m in rest]})
+                self._keep_metrics(pending[start:])
                 return
+
+    def _keep_metrics(self, metrics: list[Any]) -> None:
+        entry: dict[str, Any] = {"kind": "metrics", "metrics": [[m.key, m.value, m.timestamp, m.step] for m in metrics]}
+        if self._held_unknown:
+            entry["skip_held"] = True  # the replay drops (key, step) pairs the run already has
+        self._keep(entry)
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         if not self.offline:
@@ -217,6 +253,15 @@ class RunTracker:
             except Exception as error:
                 self._went_away(f"logging {Path(path).name}", error)
         self._keep({"kind": "artifact", "path": str(Path(path).resolve()), "artifact_path": artifact_path})
+
+    def log_params(self, params: dict[str, str]) -> None:
+        if not self.offline:
+            try:
+                self.mlflow.log_params(params)
+                return
+            except Exception as error:
+                self._went_away("logging parameters", error)
+        self._keep({"kind": "params", "params": {k: str(v) for k, v in params.items()}})
 
     def set_tags(self, tags: dict[str, str]) -> None:
         if not self.offline:
