@@ -37,8 +37,12 @@ from frugalrl.stats import stratified_bootstrap_iqm
 
 from . import _report, _rmt
 from . import _signals as sig
-from ._atari import ATARI100K_PROTOCOL, REFERENCES, SINGLE_LIFE_PROTOCOL, atari100k_runs
+from ._atari import ATARI100K_PROTOCOL, SINGLE_LIFE_PROTOCOL, atari100k_runs
 from ._equal_cpu import by_contender, curriculum_lines, latest
+from ._head_start import CONTENDERS as HEAD_START_CONTENDERS
+from ._head_start import RANDOM as HEAD_START_RANDOM
+from ._head_start import select as head_start_rows
+from ._head_start import verdict as head_start_verdict
 from ._peft import claim_finding, contest_rows, transfer_finding
 from ._pivot import (
     MOUNTAINCAR_THRESHOLD,
@@ -49,6 +53,9 @@ from ._pivot import (
     random_policy_return,
 )
 from ._report import paired_difference, paired_ratios
+from ._rmt_returns import CONTENDERS, probe_hours
+from ._rmt_returns import select as rmt_returns_rows
+from ._rmt_returns import verdict as rmt_returns_verdict
 
 RESULTS = _report.RESULTS_DIR
 SECTION = "claims_ledger"
@@ -359,15 +366,6 @@ def latent_rows(protocol: str | None = None) -> tuple[list[dict], dict | None]:
     return atari100k_runs(rows_of("latent_vs_pixel"), protocol or ATARI100K_PROTOCOL)
 
 
-def no_full_game_rows() -> Finding:
-    return Finding(
-        "no full-game rows in `benchmarks/results/latent_vs_pixel.jsonl` (its protocol `atari100k` rows scored single "
-        "lives with an automatic FIRE: in the doc's git history, their scores not comparable with the references)",
-        "-",
-        "not yet measured",
-    )
-
-
 def latent_cost_equal_cpu() -> Finding | None:
     """The cost of a real agent step, the curriculum's and the 100%-real latent policy's against pixel PPO's, from
     the equal-CPU rows (full games; same game and seed paired): None until the curriculum has rows there."""
@@ -500,23 +498,35 @@ def equal_cpu(benchmark: str, setup: str = "") -> Callable[[], Finding]:
 
 
 def latent_transfer() -> Finding:
-    runs, encoder = latent_rows()
-    held = [r for r in runs if r["held_out"] and r["variant"] == "real" and r["first_score"] is not None]
-    if not held:
-        return no_full_game_rows()
-    game = held[0]["game"]
-    human = REFERENCES[game][1]
-    firsts = [r["first_score"] for r in held]
-    pixel = [
-        r["first_score"] for r in runs if r["game"] == game and r["variant"] == "pixel" and r["first_score"] is not None
-    ]
-    beside = f" (pixel PPO from scratch: {median(pixel):.1f})" if pixel else ""
-    sources = ", ".join(encoder["games"]) if encoder else "the shared encoder's games"
+    """The Pong head start (``pong_head_start``): a frozen Breakout encoder against a Pong one and pixel PPO."""
+    rows = head_start_rows(rows_of("pong_head_start"))
+    runs = [r for r in rows if r["kind"] == "run"]
+    if not runs:
+        return no_rows("pong_head_start")
+    measured, said = head_start_verdict(runs)
+    seeds = min(sum(r["contender"] == c for r in runs) for c in HEAD_START_CONTENDERS)
     return Finding(
-        f"measured as a game held out from the shared encoder ({sources} -> {game}, frozen): first training "
-        f"score {median(firsts):.1f}{beside}, human {human:g}",
-        f"{len(firsts)} seeds",
-        "confirmed" if median(firsts) >= human else "refuted",
+        f"Pong, Atari-100k protocol, medians: {measured} (random play {HEAD_START_RANDOM:g})",
+        f"{seeds} seeds per contender x 100k real steps, 10 full games each",
+        said,
+    )
+
+
+def rmt_returns() -> Finding:
+    """LunarLander's three contenders (``rmt_returns``), and what BipedalWalker and Breakout would cost (its probes)."""
+    rows = rmt_returns_rows(rows_of("rmt_returns"))
+    if not rows:
+        return no_rows("rmt_returns")
+    runs = [r for r in rows if r["kind"] == "run"]
+    measured, said = rmt_returns_verdict(runs)
+    probes = [r for r in rows if r["kind"] == "probe"]
+    cost = "; ".join(f"{p['env'].removeprefix('ALE/').removesuffix('-v3').removesuffix('-v5')} would need "
+                     f"{probe_hours(p):.0f} h here for 3 seeds" for p in probes)  # fmt: skip
+    budgets = ", ".join(f"{c} {steps // 1000}k" for c, (_, steps, _) in CONTENDERS.items())
+    return Finding(
+        f"LunarLander final returns, median (min-max): {measured}" + (f". {cost}" if cost else ""),
+        f"up to 3 seeds per contender; env steps: {budgets}",
+        f"LunarLander: {said}" + ("; BipedalWalker, Breakout: not measurable at this budget" if probes else ""),
     )
 
 
@@ -799,8 +809,7 @@ CLAIMS = [
     Claim("rmt_exploration", unmeasured("not measurable at this budget", "needs Montezuma's Revenge runs of "
                                         "millions of frames")),
     Claim("rmt_env_speed", env_speed),
-    Claim("rmt_returns", unmeasured("not yet measured", "needs 1M steps x 3 contenders x 5 seeds per env: about "
-                                    "10 hours here for LunarLander alone")),
+    Claim("rmt_returns", rmt_returns),
     Claim("rmt_throughput", unmeasured(GPU, "-")),
     Claim("rmt_mixed_precision", unmeasured(GPU, "-")),
     Claim("rmt_transfer", rmt_transfer),

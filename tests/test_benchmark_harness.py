@@ -328,3 +328,53 @@ def test_frozen_feature_transfer_counts_steps_to_adapt_from_the_peft_curves(benc
         if row["run"]["method"] == "head_only":
             row["run"]["curve"] = [[100 * i, 100.0] for i in range(1, 10)]
     assert _peft.transfer_finding(_peft.contest_rows(rows))[2].startswith("partly (scratch / frozen")
+
+
+def test_rmt_returns_judges_by_its_rule_and_waits_for_three_seeds_of_each(bench):
+    from benchmarks import _rmt_returns
+
+    def runs(returns: dict[str, list[float]]) -> list[dict]:
+        return [{"kind": "run", "contender": c, "seed": i + 1, "budget": _rmt_returns.CONTENDERS[c][1],
+                 "eval_mean": value} for c, values in returns.items() for i, value in enumerate(values)]  # fmt: skip
+
+    base = {"ppo": [190.0, 200.0, 210.0], "sac": [220.0, 230.0, 240.0]}
+    cases = [  # rmt-dqn's returns -> the verdict (half the claimed margins: 43.5 over PPO, 27 over SAC)
+        ([270.0, 280.0, 290.0], "confirmed"),
+        ([240.0, 240.0, 250.0], "partly"),  # above both medians, 10 over SAC's
+        ([200.0, 220.0, 260.0], "refuted"),  # below SAC's median
+    ]
+    for rmt, expected in cases:
+        measured, said = _rmt_returns.verdict(runs({"rmt-dqn": rmt, **base}))
+        assert said.startswith(expected), (rmt, said)
+    measured, said = _rmt_returns.verdict(runs({"rmt-dqn": [300.0], **base}))
+    assert said == "not yet measured (rmt-dqn 1 of 3 seeds so far)" and "rmt-dqn 300.0" in measured
+    # a row at another budget is not this table's; a newer row of the same seed replaces the older one
+    kept = runs({"ppo": [100.0]}) + [{**runs({"ppo": [150.0]})[0]}, {**runs({"ppo": [1.0]})[0], "budget": 5}]
+    assert [r["eval_mean"] for r in _rmt_returns.select(kept)] == [150.0]
+    probe = {"other_s_per_step": 0.001, "learn_s_per_step": 0.01, "shipped_learning_starts": 10_000}
+    assert _rmt_returns.probe_hours(probe) == pytest.approx((1000 + 0.01 * 990_000) * 3 / 3600)
+
+
+def test_the_pong_head_start_reads_the_curve_and_says_when_nothing_left_random_play(bench):
+    from benchmarks import _head_start
+
+    curve = [(8_192, -21.0), (40_960, -20.5), (49_152, -20.0), (57_344, -19.5), (65_536, -19.0)]
+    assert _head_start.curve_figures(curve) == (-19.5, 57_344)  # early: the first row at or after 50k
+    assert _head_start.curve_figures([(8_192, -21.0)]) == (None, None)
+
+    def runs(early: dict[str, float], reached: int | None = None) -> list[dict]:
+        return [{"kind": "run", "contender": c, "seed": s, "early_score": e, "score": -20.5,
+                 "steps_to_random_plus_1": reached} for c, e in early.items() for s in (1, 2, 3)]  # fmt: skip
+
+    at_random = runs({"from-breakout": -20.6, "from-pong": -20.4, "pixel": -20.9})
+    assert _head_start.verdict(at_random)[1].startswith("not measurable at this budget")
+    assert _head_start.verdict(runs({"from-breakout": -15.0, "from-pong": -18.0, "pixel": -20.0}))[1].startswith(
+        "partly"
+    )
+    assert _head_start.verdict(runs({"from-breakout": -19.0, "from-pong": -17.0, "pixel": -20.0}))[1].startswith(
+        "refuted"
+    )
+    assert _head_start.verdict(runs({"from-breakout": 15.0, "from-pong": -17.0, "pixel": -20.0}))[1].startswith(
+        "confirmed"
+    )
+    assert _head_start.verdict(at_random[:4])[1] == "not yet measured (from-pong 1 of 3, pixel 0 of 3 seeds so far)"
