@@ -52,10 +52,11 @@ def verdict(runs: list[dict]) -> tuple[str, str]:
     parts = []
     for name, rows in by.items():
         if rows:
-            early = statistics.median(r["early_score"] for r in rows)
+            earlies = [r["early_score"] for r in rows if r["early_score"] is not None]
+            early = f"{statistics.median(earlies):.1f}" if earlies else "-"
             final = statistics.median(r["score"] for r in rows)
             reached = sum(r["steps_to_random_plus_1"] is not None for r in rows)
-            parts.append(f"{name} early {early:.1f}, final {final:.1f}, random + 1 reached by {reached} of {len(rows)}")
+            parts.append(f"{name} early {early}, final {final:.1f}, random + 1 reached by {reached} of {len(rows)}")
     measured = "; ".join(parts) or "none yet"
     short = [f"{c} {len(v)} of {SEEDS}" for c, v in by.items() if len(v) < SEEDS]
     if short:
@@ -67,10 +68,14 @@ def verdict(runs: list[dict]) -> tuple[str, str]:
 
     if not any(left_random(rows) for rows in by.values()):
         return measured, "not measurable at this budget (every contender at random play)"
-    breakout_early = statistics.median(r["early_score"] for r in by["from-breakout"])
+
+    def early(name: str) -> float:  # a run too short to have an early score counts as random play
+        return statistics.median(RANDOM if r["early_score"] is None else r["early_score"] for r in by[name])
+
+    breakout_early = early("from-breakout")
     if breakout_early >= HUMAN:
         return measured, "confirmed (the Breakout encoder's early score at human level)"
-    others = [statistics.median(r["early_score"] for r in by[c]) for c in ("from-pong", "pixel")]
+    others = [early(c) for c in ("from-pong", "pixel")]
     if breakout_early <= max(others):
         return measured, "refuted (no early lead over the Pong encoder or pixel PPO)"
     return measured, "partly (an early lead, short of human level)"

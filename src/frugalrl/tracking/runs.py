@@ -86,14 +86,18 @@ class RunTracker:
             raise
         if self._resume_id is not None and not self.offline:
             try:
-                client = self.mlflow.tracking.MlflowClient()
-                for key in client.get_run(self.run_id).data.metrics:  # what the run logged before it stopped
-                    self._logged_through[key] = max(m.step for m in client.get_metric_history(self.run_id, key))
+                self._read_logged_through()
             except Exception as error:
                 self._went_away("reading the resumed run's metrics", error)
         # resumed while the store was away: which redone steps it holds is unknown here, so the replay asks it
         self._held_unknown = self._resume_id is not None and self.offline
         return self
+
+    def _read_logged_through(self) -> None:
+        """Per metric key, the last step a resumed run's MLflow run holds (what it logged before it stopped)."""
+        client = self.mlflow.tracking.MlflowClient()
+        for key in client.get_run(self.run_id).data.metrics:
+            self._logged_through[key] = max(m.step for m in client.get_metric_history(self.run_id, key))
 
     def _start(self) -> Any:
         """The run, started (or resumed). A failure while the store does not answer is waited out for up to
@@ -194,6 +198,9 @@ class RunTracker:
                 urllib.request.urlopen(health_request(self.uri), timeout=self.config.tracking.timeout_s).close()
             assert self.buffer_dir is not None and self.run_id is not None
             replay(self.run_id, pending(self.buffer_dir), self.buffer_dir)  # what it sent is not sent again
+            if self._held_unknown:  # from now on metrics go straight out: the steps it holds are asked once
+                self._read_logged_through()
+                self._held_unknown = False
         except Exception:
             return False
         self.offline = False
