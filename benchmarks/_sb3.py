@@ -121,12 +121,26 @@ def header_lines(rows: Sequence[dict], name: str) -> list[str]:
         f"- date: {first['timestamp']} to {last['timestamp']}; frugalrl commit {', '.join(commits)}; "
         f"results: `benchmarks/results/{name}.jsonl`, batch `{first['batch']}`",
         f"- machine: {_report.cpus_text(machine.get('nproc', '?'), machine.get('cpus_total'))}, "
-        f"{machine.get('cpu', '?')} (`lscpu` model name), "
+        f"{cpus_by_seed(rows)} (`lscpu` model name), "
         f"GPU: {machine.get('gpu', '?')}",
         f"- versions: {', '.join(f'{k} {v}' for k, v in versions.items())}",
         f"- load average (1/5/15 min) at start: {first['load_before']}; at end: {last['load_after']}; "
         f"1-min load after each run: {_report.mmm(loads, '{:.2f}')}",
     ]
+
+
+def cpus_by_seed(rows: Sequence[dict]) -> str:
+    """The CPU model the rows ran on; where a batch went on on another host (``--resume``), each model with its
+    seeds: both runs of a seed always share one host, so each per-seed ratio is one host's."""
+    seeds_of: dict[str, list[int]] = {}
+    for row in rows:
+        seeds = seeds_of.setdefault(str(row.get("machine", {}).get("cpu", "?")), [])
+        if row["seed"] not in seeds:
+            seeds.append(row["seed"])
+    if len(seeds_of) == 1:
+        return next(iter(seeds_of))
+    return ", ".join(f"{cpu} ({'seed' if len(s) == 1 else 'seeds'} {', '.join(map(str, s))})"
+                     for cpu, s in seeds_of.items())  # fmt: skip
 
 
 RATIOS_LINE = (
