@@ -132,7 +132,7 @@ def render(rows: list[dict], results: Path) -> str:
         lines += ["", "What the other two envs' rows would cost here (one core), from a short timed run of each "
                   f"config ({PROBE_STEPS:,} env steps, learning from step {PROBE_LEARNING_STARTS:,}):", "",
                   *_report.rows_lines(probes, results), ""]  # fmt: skip
-        header = ["env", "config", "ms per env step: stepping and acting", "ms per learning step",
+        header = ["env", "config", "ms per env step: stepping and acting", "ms per env step: learning (once it starts)",
                   f"1M steps x {SEEDS} seeds (the config's own learning start), hours", "claimed return"]  # fmt: skip
         body = [[p["env"], f"`{p['config']}`", f"{p['other_s_per_step'] * 1000:.2f}",
                  f"{p['learn_s_per_step'] * 1000:.2f}", f"{probe_hours(p):.0f}",
