@@ -30,6 +30,13 @@ CONTENDERS = {  # name: the games its encoder was pretrained on (None: pixel PPO
 SEEDS = 3
 
 
+def training_curve(rows: list[dict]) -> list[tuple[int, float]]:
+    """(real env step, mean training score so far) of each update row of a run's ``metrics.jsonl`` that has one:
+    a latent run's rows count real steps as ``real_step`` (its virtual steps come on top), PPO's as ``step``."""
+    return [(r.get("real_step", r.get("step")), r["episode_return"]) for r in rows
+            if r.get("episode_return") is not None and r.get("source") != "virtual"]  # fmt: skip
+
+
 def curve_figures(curve: list[tuple[int, float]]) -> tuple[float | None, int | None]:
     """(early score, first step at random + 1) from (env step, mean training score so far) of each update."""
     early = next((score for step, score in curve if step >= EARLY_STEPS), None)

@@ -17,7 +17,10 @@ rule, were fixed before running: ``benchmarks/_head_start.py``.
 Rows are kept as each run ends (``benchmarks/results/pong_head_start.jsonl``); a contender and seed already
 kept is not run again (its encoder is pretrained again only when a run still needs it).
 
-    python -m benchmarks.pong_head_start --write        # about 70 minutes on one core
+    python -m benchmarks.pong_head_start --write        # about 80 minutes on one core
+
+or in parts, e.g. ``--contenders from-breakout from-pong`` (the encoders and the latent runs, about 45 minutes)
+and then ``--contenders pixel`` (about 35 minutes).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from . import _harness, _report
-from ._head_start import CONTENDERS, EARLY_STEPS, GAME, RANDOM, SEEDS, curve_figures, select, verdict
+from ._head_start import CONTENDERS, EARLY_STEPS, GAME, RANDOM, SEEDS, curve_figures, select, training_curve, verdict
 
 NAME = "pong_head_start"
 CONFIGS = _report.REPO_ROOT / "configs"
@@ -59,9 +62,7 @@ def run_one(contender: str, seed: int, encoders: dict[str, Path], workdir: Path)
         run = _harness.train(CONFIGS / "atari100k-latent.yaml", run_dir,
                              [*common, f"total_real_steps={STEPS}", f"latent.encoder_from={encoder}",
                               "latent.encoder_mode=frozen", REAL_ONLY])  # fmt: skip
-    curve = [(r["step"], r["episode_return"]) for r in run.metrics()
-             if r.get("episode_return") is not None and r.get("source") != "virtual"]  # fmt: skip
-    early, reached = curve_figures(curve)
+    early, reached = curve_figures(training_curve(list(run.metrics())))
     summary = run.summary
     return {"kind": "run", "contender": contender, "seed": seed, "game": GAME, "steps": STEPS,
             "score": summary["eval_mean"], "episode_scores": summary["eval_returns"], "early_score": early,
@@ -72,7 +73,7 @@ def run_one(contender: str, seed: int, encoders: dict[str, Path], workdir: Path)
 def run(args: argparse.Namespace) -> list[dict]:
     common = _report.batch_common()
     kept = {(r["contender"], r["seed"]) for r in _report.read_rows(args.results) if r["kind"] == "run"}
-    jobs = [(s, c) for s, c in _harness.interleave(range(1, args.seeds + 1), list(CONTENDERS)) if (c, s) not in kept]
+    jobs = [(s, c) for s, c in _harness.interleave(range(1, args.seeds + 1), args.contenders) if (c, s) not in kept]
     with tempfile.TemporaryDirectory(prefix="pong-head-start-") as tmp:
         workdir = Path(tmp)
         needed = dict.fromkeys(CONTENDERS[c] for _, c in jobs if CONTENDERS[c] is not None)
@@ -114,6 +115,8 @@ def render(rows: list[dict], results: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=SEEDS, help="seeds 1..N of each contender")
+    parser.add_argument("--contenders", nargs="+", choices=list(CONTENDERS), default=list(CONTENDERS),
+                        help="run these only (the table renders every kept row)")  # fmt: skip
     _report.add_output_args(parser, NAME)
     args = parser.parse_args()
     _report.run_or_render(NAME, args, run, render, select=select, after=["latent_vs_pixel"])

@@ -361,6 +361,10 @@ def test_the_pong_head_start_reads_the_curve_and_says_when_nothing_left_random_p
     curve = [(8_192, -21.0), (40_960, -20.5), (49_152, -20.0), (57_344, -19.5), (65_536, -19.0)]
     assert _head_start.curve_figures(curve) == (-19.5, 57_344)  # early: the first row at or after 50k
     assert _head_start.curve_figures([(8_192, -21.0)]) == (None, None)
+    latent_rows = [{"source": "real", "real_step": 8_192, "virtual_step": 0, "episode_return": -21.0},
+                   {"source": "virtual", "real_step": 8_192, "virtual_step": 65_536, "episode_return": 3.0},
+                   {"update": 3, "step": 12_288, "episode_return": -20.0}, {"update": 4, "step": 16_384}]  # fmt: skip
+    assert _head_start.training_curve(latent_rows) == [(8_192, -21.0), (12_288, -20.0)]
 
     def runs(early: dict[str, float], reached: int | None = None) -> list[dict]:
         return [{"kind": "run", "contender": c, "seed": s, "early_score": e, "score": -20.5,
