@@ -41,7 +41,7 @@ def verdict(runs: list[dict]) -> tuple[str, str]:
     for c, (_, steps, _) in CONTENDERS.items():
         if by[c]:
             parts.append(f"{c} {statistics.median(by[c]):.1f} ({_report.fmt_mmm(by[c], '{:.1f}')}, "
-                         f"{len(by[c])} seeds, {steps // 1000}k steps)")  # fmt: skip
+                         f"{len(by[c])} seeds, {steps:,} steps)")  # fmt: skip
     measured = "; ".join(parts) or "none yet"
     short = [f"{c} {len(v)} of {SEEDS}" for c, v in by.items() if len(v) < SEEDS]
     if short:

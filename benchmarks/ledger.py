@@ -53,7 +53,8 @@ from ._pivot import (
     random_policy_return,
 )
 from ._report import paired_difference, paired_ratios
-from ._rmt_returns import CONTENDERS, probe_hours
+from ._rmt_returns import CONTENDERS as RMT_RETURNS_CONTENDERS
+from ._rmt_returns import probe_hours
 from ._rmt_returns import select as rmt_returns_rows
 from ._rmt_returns import verdict as rmt_returns_verdict
 
@@ -522,7 +523,7 @@ def rmt_returns() -> Finding:
     probes = [r for r in rows if r["kind"] == "probe"]
     cost = "; ".join(f"{p['env'].removeprefix('ALE/').removesuffix('-v3').removesuffix('-v5')} would need "
                      f"{probe_hours(p):.0f} h here for 3 seeds" for p in probes)  # fmt: skip
-    budgets = ", ".join(f"{c} {steps // 1000}k" for c, (_, steps, _) in CONTENDERS.items())
+    budgets = ", ".join(f"{c} {steps:,}" for c, (_, steps, _) in RMT_RETURNS_CONTENDERS.items())
     return Finding(
         f"LunarLander final returns, median (min-max): {measured}" + (f". {cost}" if cost else ""),
         f"up to 3 seeds per contender; env steps: {budgets}",
