@@ -40,8 +40,8 @@ def verdict(runs: list[dict]) -> tuple[str, str]:
     parts = []
     for c, (_, steps, _) in CONTENDERS.items():
         if by[c]:
-            parts.append(f"{c} {statistics.median(by[c]):.1f} ({_report.fmt_mmm(by[c], '{:.1f}')}, "
-                         f"{len(by[c])} seeds, {steps:,} steps)")  # fmt: skip
+            seeds = f"{len(by[c])} seed{'s' if len(by[c]) > 1 else ''}"
+            parts.append(f"{c} {_report.fmt_mmm(by[c], '{:.1f}')} ({seeds}, {steps:,} steps)")
     measured = "; ".join(parts) or "none yet"
     short = [f"{c} {len(v)} of {SEEDS}" for c, v in by.items() if len(v) < SEEDS]
     if short:

@@ -505,10 +505,10 @@ def latent_transfer() -> Finding:
     if not runs:
         return no_rows("pong_head_start")
     measured, said = head_start_verdict(runs)
-    seeds = min(sum(r["contender"] == c for r in runs) for c in HEAD_START_CONTENDERS)
+    seeds = ", ".join(f"{c} {sum(r['contender'] == c for r in runs)}" for c in HEAD_START_CONTENDERS)
     return Finding(
         f"Pong, Atari-100k protocol, medians: {measured} (random play {HEAD_START_RANDOM:g})",
-        f"{seeds} seeds per contender x 100k real steps, 10 full games each",
+        f"seeds: {seeds}; 100k real steps per run, 10 full games each",
         said,
     )
 

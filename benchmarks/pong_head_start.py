@@ -42,10 +42,11 @@ REAL_ONLY = "latent.curriculum.stages=[{virtual_fraction: 0.0, real_share: 1.0}]
 def pretrain(game: str, workdir: Path, results: Path, common: dict) -> Path:
     """One encoder on random-play frames of ``game``; its row is kept like a run's."""
     out = workdir / f"encoder-{game.split('/')[-1]}"
+    load_before = _report.load_average()
     run = _harness.cli(["pretrain", "encoder", "-c", CONFIGS / "atari100k-encoder.yaml", "-o", out, "--games", game],
                        out, cwd=workdir)  # fmt: skip
     summary = run.summary
-    _harness.record(results, _report.stamp(common, kind="encoder", games=game, cpu_s=run.cpu_s,
+    _harness.record(results, _report.stamp(common, kind="encoder", games=game, cpu_s=run.cpu_s, load_before=load_before,
                                            wall_s=summary["wall_s"], psnr_db=summary["psnr_db"],
                                            encoder_sha256=_report.file_sha256(out / "encoder.pt")),
                     f"encoder on {game}: {run.cpu_s:.0f} CPU-s")  # fmt: skip
