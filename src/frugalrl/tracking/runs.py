@@ -252,32 +252,28 @@ class RunTracker:
             entry["skip_held"] = True  # the replay drops (key, step) pairs the run already has
         self._keep(entry)
 
-    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+    def _send_or_keep(self, send: Any, doing: str, entry: dict[str, Any]) -> None:
+        """``send()`` while the store answers; offline (or when it fails now), ``entry`` waits in the run directory."""
         if not self.offline:
             try:
-                self.mlflow.log_artifact(str(path), artifact_path=artifact_path)
+                send()
                 return
             except Exception as error:
-                self._went_away(f"logging {Path(path).name}", error)
-        self._keep({"kind": "artifact", "path": str(Path(path).resolve()), "artifact_path": artifact_path})
+                self._went_away(doing, error)
+        self._keep(entry)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        entry = {"kind": "artifact", "path": str(Path(path).resolve()), "artifact_path": artifact_path}
+        self._send_or_keep(lambda: self.mlflow.log_artifact(str(path), artifact_path=artifact_path),
+                           f"logging {Path(path).name}", entry)  # fmt: skip
 
     def log_params(self, params: dict[str, str]) -> None:
-        if not self.offline:
-            try:
-                self.mlflow.log_params(params)
-                return
-            except Exception as error:
-                self._went_away("logging parameters", error)
-        self._keep({"kind": "params", "params": {k: str(v) for k, v in params.items()}})
+        self._send_or_keep(lambda: self.mlflow.log_params(params), "logging parameters",
+                           {"kind": "params", "params": {k: str(v) for k, v in params.items()}})  # fmt: skip
 
     def set_tags(self, tags: dict[str, str]) -> None:
-        if not self.offline:
-            try:
-                self.mlflow.set_tags(tags)
-                return
-            except Exception as error:
-                self._went_away("setting tags", error)
-        self._keep({"kind": "tags", "tags": {k: str(v) for k, v in tags.items()}})
+        self._send_or_keep(lambda: self.mlflow.set_tags(tags), "setting tags",
+                           {"kind": "tags", "tags": {k: str(v) for k, v in tags.items()}})  # fmt: skip
 
     def log_policy(self, policy: Any, input_example: np.ndarray, policy_file: Path) -> str | None:
         """Log the exported policy (saved as ``policy_file``) as an MLflow model; its model URI (None while the
