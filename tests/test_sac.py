@@ -76,8 +76,10 @@ def test_fractal_blocks_reach_the_sac_actor_and_critics():
     assert sum(isinstance(m, FractalBlock) for m in agent.critic.modules()) == 2
 
 
-def _learned(fused_adam: bool) -> SAC:
-    config = sac_config(sac={"total_timesteps": 300, "learning_starts": 64, "fused_adam": fused_adam})
+def _learned(fused_adam: bool, fused_step: bool = True) -> SAC:
+    config = sac_config(
+        sac={"total_timesteps": 300, "learning_starts": 64, "fused_adam": fused_adam, "fused_step": fused_step}
+    )
     agent = SAC(config, make_vec_env(config.env), CostMeter(), torch.device("cpu"))
     agent.start(0)
     for _ in range(120):
@@ -86,9 +88,10 @@ def _learned(fused_adam: bool) -> SAC:
 
 
 def test_the_actor_step_leaves_the_critics_trainable_and_their_gradients_uncomputed():
-    """The actor's loss goes through the critics: autograd computes a critic weight's gradient once per gradient
-    step (the critic loss's), not twice, and the weights stay trainable; every actor weight moves."""
-    agent = _learned(fused_adam=True)
+    """The actor's loss goes through the critics: autograd (``sac.fused_step: false``) computes a critic weight's
+    gradient once per gradient step (the critic loss's), not twice, and the weights stay trainable; every actor
+    weight moves."""
+    agent = _learned(fused_adam=True, fused_step=False)
     computed = []
     hooks = [p.register_hook(lambda g, i=i: computed.append(i)) for i, p in enumerate(agent.critic.parameters())]
     actor_before = [p.detach().clone() for p in agent.policy.parameters()]

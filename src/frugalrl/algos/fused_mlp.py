@@ -112,7 +112,7 @@ class FusedMLPStep:
     def _restack(self) -> None:
         # Outside inference mode (the first call may come from a rollout): parameters must stay normal tensors.
         with torch.inference_mode(False), torch.no_grad():
-            self.weights, self.biases = _stack_towers(self.policy, self.actor_layers, self.critic_layers)
+            self.weights, self.biases = stack_towers(self.policy, self.actor_layers, self.critic_layers)
         self._first_ptr = self.actor_layers[0].weight.data_ptr()
         if self.weights[0].device.type == "cpu":  # NumPy views share memory: the optimizer's updates show
             head = self.policy.head
@@ -306,10 +306,11 @@ class FusedMLPStep:
                 g_h = torch.bmm(g_z, self.weights[layer])
 
 
-def _stack_towers(
+def stack_towers(
     policy: nn.Module, actor: list[nn.Linear], critic: list[nn.Linear]
 ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Move each layer pair's weights into one (2, out, in) tensor (and biases into (2, out)).
+    """Move each layer pair's weights into one (2, out, in) tensor (and biases into (2, out)): the actor's and
+    critic's towers here, SAC's twin critics in ``frugalrl.algos.sac_step``.
 
     The parameters stay the same objects (optimizer state and checkpoints are untouched); their
     storage becomes a slice of the stacked tensor, so a step needs no copy to batch the towers.

@@ -31,6 +31,7 @@ from torch import nn
 from frugalrl.algos.gradient_sync import LOCAL_SYNC, GradientSync
 from frugalrl.algos.offpolicy import OffPolicyLearner, adam
 from frugalrl.algos.optim_step import ClipAndStep
+from frugalrl.algos.sac_step import SACStep, build_sac_step
 from frugalrl.config import ExperimentConfig
 from frugalrl.cost import CostMeter
 from frugalrl.errors import TrainingDiverged
@@ -165,14 +166,16 @@ class SAC(OffPolicyLearner):
         self.action_dim = int(np.prod(action_space.shape))
         self.critic = networks.critic.to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        # the target update's pairs, in place all at once (torch._foreach_lerp_), and the critic's learned weights
+        # the three passes of a gradient step: written out for plain MLPs (sac.fused_step), else autograd's
+        self.step: SACStep = build_sac_step(self.policy, self.critic, self.critic_target, self.hp.fused_step)
+        # the target update's pairs, in place all at once (torch._foreach_lerp_)
         self._target_pairs = (list(self.critic_target.parameters()), list(self.critic.parameters()))
-        self._critic_weights = _trainable(self.critic)
+        critic_weights = _trainable(self.critic)
         self.actor_optimizer = adam(_trainable(self.policy), self.hp.learning_rate, self.hp.fused_adam)
-        self.critic_optimizer = adam(self._critic_weights, self.hp.learning_rate, self.hp.fused_adam)
+        self.critic_optimizer = adam(critic_weights, self.hp.learning_rate, self.hp.fused_adam)
         # the same Adam updates without torch.optim's per-call plumbing (frugalrl.algos.optim_step)
         self.actor_update = ClipAndStep(self.actor_optimizer, _trainable(self.policy))
-        self.critic_update = ClipAndStep(self.critic_optimizer, self._critic_weights)
+        self.critic_update = ClipAndStep(self.critic_optimizer, critic_weights)
         self.auto_alpha = self.hp.ent_coef == "auto"
         self.log_alpha = torch.zeros(1, device=device, requires_grad=self.auto_alpha)
         if networks.log_alpha is not None:
@@ -182,6 +185,7 @@ class SAC(OffPolicyLearner):
         target = self.hp.target_entropy
         self.target_entropy = -float(self.action_dim) if target == "auto" else float(target)
         self.alpha_optimizer = adam([self.log_alpha], self.hp.learning_rate, self.hp.fused_adam)
+        self.alpha_update = ClipAndStep(self.alpha_optimizer, [self.log_alpha])
         self.action_space = action_space
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
@@ -204,74 +208,61 @@ class SAC(OffPolicyLearner):
 
     # ------------------------------------------------------------------ learning
     def learn(self) -> dict[str, float]:
-        hp, bs = self.hp, self.hp.batch_size
-        stats = []
-        for _ in range(hp.gradient_steps):
-            batch = self.replay.sample(bs)
-            obs = torch.as_tensor(batch.obs, device=self.device)
-            actions = torch.as_tensor(batch.actions, device=self.device).reshape(bs, self.action_dim)
-            rewards = torch.as_tensor(batch.rewards, device=self.device)
-            next_obs = torch.as_tensor(batch.next_obs, device=self.device)
-            terminated = torch.as_tensor(batch.terminated, device=self.device)
-            weights = torch.as_tensor(batch.weights, device=self.device)
-            alpha = self.log_alpha.exp().detach()
-
-            def critic_targets(n=next_obs, r=rewards, d=terminated, a=alpha) -> torch.Tensor:
-                with torch.no_grad():
-                    next_actions, next_logprob = self.policy.sample(n)
-                    q1, q2 = self.critic_target(n, next_actions)
-                    return r + self.gamma * (1.0 - d) * (torch.min(q1, q2) - a * next_logprob)
-
-            targets = self.meter.run_counted("target", critic_targets, bs)
-            self.meter.count("target", bs)
-            q1, q2 = self.meter.run_counted("forward", lambda o=obs, a=actions: self.critic(o, a), bs)
-            critic_loss = (weights * ((q1 - targets) ** 2 + (q2 - targets) ** 2)).mean() / 2
-            self.critic_update.zero_grad()
-            self.meter.run_counted("backward", critic_loss.backward, bs)
-            self.gradient_sync(self.critic.parameters(), "critic")
-            self.critic_update.step(None)
-            self.meter.optimizer_steps += 1  # one per gradient update (critic, then the delayed actor and alpha)
-
-            def actor_step(o=obs, a=alpha) -> tuple[torch.Tensor, torch.Tensor]:
-                new_actions, logprob = self.policy.sample(o)
-                # The gradient reaches the actor through the critics' inputs; their own weights' gradients
-                # would be thrown away (the critic step zeroes them), so they are not computed at all.
-                for weight in self._critic_weights:
-                    weight.requires_grad_(False)
-                q_new = torch.min(*self.critic(o, new_actions))
-                loss = (a * logprob - q_new).mean()
-                self.actor_update.zero_grad()
-                loss.backward()
-                for weight in self._critic_weights:
-                    weight.requires_grad_(True)
-                self.gradient_sync(self.policy.parameters(), "actor")
-                self.actor_update.step(None)
-                return loss.detach(), logprob.detach()
-
-            actor_loss, logprob = self.meter.run_counted("actor", actor_step, bs)
-            self.meter.count("actor", bs)  # the actor's forward and backward (critic forward included)
-            self.meter.forward_samples += bs
-            self.meter.backward_samples += bs
-            if self.auto_alpha:
-                alpha_loss = -(self.log_alpha * (logprob + self.target_entropy)).mean()
-                self.alpha_optimizer.zero_grad(set_to_none=True)
-                alpha_loss.backward()
-                self.gradient_sync([self.log_alpha], "temperature")
-                self.alpha_optimizer.step()
-            with torch.no_grad():
-                torch._foreach_lerp_(*self._target_pairs, hp.tau)  # each target.lerp_(online, tau), in one call
-            if not torch.isfinite(critic_loss):
-                raise TrainingDiverged(
-                    f"SAC critic loss became {critic_loss.item()} at update {self.update + 1}; "
-                    "lower sac.learning_rate or turn on env.normalize_reward"
-                )
-            td = ((q1 - targets).abs() + (q2 - targets).abs()).detach() / 2
-            self.replay.update_priorities(batch.indices, td.cpu().numpy())
-            stats.append(
-                torch.stack([critic_loss.detach(), actor_loss, self.log_alpha.exp().detach()[0], -logprob.mean()])
-            )
+        stats = torch.stack([self._gradient_step() for _ in range(self.hp.gradient_steps)])
         names = ("critic_loss", "actor_loss", "alpha", "entropy")
-        return dict(zip(names, torch.stack(stats).mean(0).tolist(), strict=True))
+        return dict(zip(names, stats.mean(0).tolist(), strict=True))
+
+    def _gradient_step(self) -> torch.Tensor:
+        """One minibatch update of the critics, the actor, the temperature and the targets; its statistics."""
+        bs, step = self.hp.batch_size, self.step
+        batch = self.replay.sample(bs)
+        obs = torch.as_tensor(batch.obs, device=self.device)
+        actions = torch.as_tensor(batch.actions, device=self.device).reshape(bs, self.action_dim)
+        rewards = torch.as_tensor(batch.rewards, device=self.device)
+        next_obs = torch.as_tensor(batch.next_obs, device=self.device)
+        terminated = torch.as_tensor(batch.terminated, device=self.device)
+        weights = torch.as_tensor(batch.weights, device=self.device)
+        alpha = self.log_alpha.exp().detach()
+
+        targets = self.meter.run_counted(
+            "target", lambda: step.targets(next_obs, rewards, terminated, self.gamma, alpha), bs
+        )
+        self.meter.count("target", bs)
+        q1, q2 = self.meter.run_counted("forward", lambda: step.critic_forward(obs, actions), bs)
+        critic_loss = (weights * ((q1 - targets) ** 2 + (q2 - targets) ** 2)).mean() / 2
+        self.critic_update.zero_grad()
+        self.meter.run_counted("backward", lambda: step.critic_backward(critic_loss, q1, q2, targets, weights), bs)
+        self.gradient_sync(self.critic.parameters(), "critic")
+        self.critic_update.step(None)
+        self.meter.optimizer_steps += 1  # one per gradient update (critic, then the delayed actor and alpha)
+
+        def actor_step() -> tuple[torch.Tensor, torch.Tensor]:
+            self.actor_update.zero_grad()
+            loss, logprob = step.actor_backward(obs, alpha)
+            self.gradient_sync(self.policy.parameters(), "actor")
+            self.actor_update.step(None)
+            return loss, logprob
+
+        actor_loss, logprob = self.meter.run_counted("actor", actor_step, bs)
+        self.meter.count("actor", bs)  # the actor's forward and backward (critic forward included)
+        self.meter.forward_samples += bs
+        self.meter.backward_samples += bs
+        if self.auto_alpha:
+            alpha_loss = -(self.log_alpha * (logprob + self.target_entropy)).mean()
+            self.alpha_update.zero_grad()
+            alpha_loss.backward()
+            self.gradient_sync([self.log_alpha], "temperature")
+            self.alpha_update.step(None)
+        with torch.no_grad():
+            torch._foreach_lerp_(*self._target_pairs, self.hp.tau)  # each target.lerp_(online, tau), in one call
+        if not torch.isfinite(critic_loss):
+            raise TrainingDiverged(
+                f"SAC critic loss became {critic_loss.item()} at update {self.update + 1}; "
+                "lower sac.learning_rate or turn on env.normalize_reward"
+            )
+        td = ((q1 - targets).abs() + (q2 - targets).abs()).detach() / 2
+        self.replay.update_priorities(batch.indices, td.cpu().numpy())
+        return torch.stack([critic_loss.detach(), actor_loss, self.log_alpha.exp().detach()[0], -logprob.mean()])
 
     def summary_extra(self) -> dict[str, Any]:
         """Final replay statistics, temperature and hyperparameters, for summary.json."""

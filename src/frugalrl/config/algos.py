@@ -176,3 +176,8 @@ class SACConfig(_Strict):
         description="Adam's fused kernel, one call for all parameters (faster on the CPU; numbers differ from torch's "
         "default Adam in the last bits); false: torch's default Adam, the reference",
     )
+    fused_step: bool = Field(
+        True,
+        description="plain-MLP networks' gradient steps written out without autograd, the twin critics batched (faster "
+        "on the CPU; the same gradients up to float rounding); false, or other networks: autograd, the reference",
+    )
