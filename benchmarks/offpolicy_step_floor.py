@@ -11,8 +11,9 @@ process, one torch thread:
    are the cost meter's count (``frugalrl.cost.count_flops``: 2 m k n per product).
 3. Timed in alternating blocks (A B C D A B C D ...), after a warm-up: each learner's learning call, and a
    replay of the recorded matrix multiplications alone on random operands of the same shapes and strides
-   (outputs allocated as in the real call). Medians over the blocks, per gradient step. For DQN, frugalrl's
-   autograd step (``dqn.fused_step=false``, the reference its fused step replaced) is timed in the same blocks.
+   (outputs allocated as in the real call). Medians over the blocks, per gradient step. frugalrl's autograd
+   step (``dqn.fused_step=false`` / ``sac.fused_step=false``, the reference its written-out step replaced) is
+   timed in the same blocks.
 
 The replay is the time the step's matrix products take on this core with torch's CPU kernels: a step that did
 nothing else would take that long. "Rest" is the step minus it: elementwise work, reductions, the optimizer,
@@ -37,7 +38,8 @@ from ._offpolicy import ENVS, EnvSpec, frugalrl_overrides, sb3_settings
 
 NAME = "offpolicy_step_floor"
 MATMULS = ("mm", "addmm", "bmm", "baddbmm")
-REFERENCE = {"dqn": "dqn.fused_step=false"}  # frugalrl's autograd step, the one its fused step replaced
+# frugalrl's autograd step, the one its written-out step replaced
+REFERENCE = {"dqn": "dqn.fused_step=false", "sac": "sac.fused_step=false"}
 
 
 class MatmulLog:
