@@ -290,8 +290,10 @@ def test_update_accounting_writes_config_hashes_where_the_figures_match_the_main
     vendor = module.cpu_model().split(",")[0]
     main = {"config_hash": "old", "eval_mean": 1.0, "train_flops": 10}
     kept = {"b": {**main, "eval_mean": 2.0, "_machine": {"cpu": module.cpu_model()}}}
+    # another vendor's kept figures of "a" (its own floats, diagnostics): they take the CPU-independent keys only
+    elsewhere = {"a": {**main, "eval_mean": 1.5, "diagnostics": {"wm_x": 0.5}, "_machine": {"cpu": "Other, X"}}}
     recording = {"_machine": {"cpu": "another CPU"}, "a": dict(main), "b": dict(main), "c": dict(main),
-                 module.PARTED: {vendor: kept}}  # fmt: skip
+                 module.PARTED: {vendor: kept, "Other": elsewhere}}  # fmt: skip
     path = tmp_path / "recording.json"
     path.write_text(json.dumps(recording))
     results = {"a": {**main, "config_hash": "new", "train_flops": 11},  # main figures, a new key
@@ -301,6 +303,7 @@ def test_update_accounting_writes_config_hashes_where_the_figures_match_the_main
     assert module.update_accounting([path], ["a", "b", "c"]) == 1
     after = json.loads(path.read_text())
     assert after["a"] == {**main, "config_hash": "new", "train_flops": 11}
+    assert after[module.PARTED]["Other"]["a"] == {**elsewhere["a"], "config_hash": "new", "train_flops": 11}
     assert after["b"]["config_hash"] == "new" and after["b"]["eval_mean"] == 1.0  # the main floats stay the AMD ones
     assert after[module.PARTED][vendor]["b"]["config_hash"] == "new"
     assert after["c"] == main
