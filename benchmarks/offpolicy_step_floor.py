@@ -76,7 +76,10 @@ class MatmulLog:
         def operand(arg: Any) -> Any:
             if isinstance(arg, tuple) and arg and arg[0] == "tensor":
                 _, shape, stride, dtype = arg
-                return torch.empty_strided(shape, stride, dtype=dtype).uniform_(-1, 1)
+                # random values in a storage the recorded layout fits, viewed with that layout: an expanded
+                # operand (stride 0, one input read by both twin critics) stays expanded
+                size = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True) if n)
+                return torch.empty(size, dtype=dtype).uniform_(-1, 1).as_strided(shape, stride)
             return arg
 
         calls = [(func, [operand(a) for a in args], kwargs) for func, args, kwargs in self.calls]

@@ -161,12 +161,15 @@ def test_the_step_floor_records_each_matrix_product_and_replays_it():
     batched = torch.randn(2, 5, 3), torch.randn(2, 3, 6)
     log = MatmulLog()
 
+    shared = x.unsqueeze(0).expand(2, -1, -1)  # one input read by two stacked layers (SAC's twin critics)
+
     def call():
-        return torch.nn.functional.linear(x, w, b), torch.bmm(*batched), torch.relu(x)
+        return torch.nn.functional.linear(x, w, b), torch.bmm(*batched), torch.relu(x), torch.bmm(shared, batched[1])
 
     log.record(call)
-    assert [func.overloadpacket.__name__ for func, _, _ in log.calls] == ["addmm", "bmm"]  # relu is not a product
-    assert count_flops(call)[0] == 2 * 5 * 3 * 4 + 2 * 2 * 5 * 3 * 6  # the FLOPs the script records
+    assert [func.overloadpacket.__name__ for func, _, _ in log.calls] == ["addmm", "bmm", "bmm"]  # relu is not one
+    assert count_flops(call)[0] == 2 * 5 * 3 * 4 + 2 * (2 * 2 * 5 * 3 * 6)  # the FLOPs the script records
     _, operands, _ = log.calls[0]
     assert operands[2][1:3] == ((3, 4), (1, 3))  # the transposed weight keeps its layout
+    assert log.calls[2][1][0][1:3] == ((2, 5, 3), (0, 3, 1))  # and the expanded input its stride 0
     log.replay()()  # runs on random operands of those layouts
