@@ -9,9 +9,11 @@ samples; pure random actions before ``learning_starts``), then ``gradient_steps`
    ``target_entropy`` (default -action_dim);
 4. the target critics, Polyak-averaged with ``tau``.
 
-Replay priorities use the mean TD error of the two critics. The meta-controller and score
-stages (as in DQN) may change lr and gamma; exploration is the temperature's job, so the
-controller's exploration rule is not used here. Names follow Stable-Baselines3.
+The passes of 1. and 2. run through a ``SACStep`` (``frugalrl.algos.sac_step``): written out without
+autograd for plain-MLP networks (``sac.fused_step``), else autograd's. Replay priorities use the mean TD
+error of the two critics. The meta-controller and score stages (as in DQN) may change lr and gamma;
+exploration is the temperature's job, so the controller's exploration rule is not used here. Names follow
+Stable-Baselines3.
 Shapes: N = num_envs, B = batch_size, D = action dimension.
 """
 
