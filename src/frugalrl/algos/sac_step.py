@@ -110,9 +110,7 @@ def _plain_linears(mlp: nn.Module) -> list[nn.Linear] | str:
 
 
 def _critic_linears(critic: nn.Module) -> tuple[list[nn.Linear], list[nn.Linear]] | str:
-    from frugalrl.algos.sac import TwinCritic
-
-    if type(critic) is not TwinCritic:
+    if not isinstance(getattr(critic, "q1", None), nn.Module) or not isinstance(getattr(critic, "q2", None), nn.Module):
         return f"the critic is a {type(critic).__name__}, not a TwinCritic"
     towers = []
     for q in (critic.q1, critic.q2):
@@ -129,9 +127,7 @@ def _critic_linears(critic: nn.Module) -> tuple[list[nn.Linear], list[nn.Linear]
 
 def fused_unsupported(actor: nn.Module, critic: nn.Module, critic_target: nn.Module) -> str | None:
     """Why ``FusedSACStep`` cannot run these networks (None: it can)."""
-    from frugalrl.algos.sac import SquashedGaussianActor
-
-    if type(actor) is not SquashedGaussianActor:
+    if not all(hasattr(actor, name) for name in ("torso", "mean", "log_std", "scale", "bias", "log_std_bounds")):
         return f"the actor is a {type(actor).__name__}, not a SquashedGaussianActor"
     found = _plain_linears(actor.torso)
     if isinstance(found, str):
