@@ -34,7 +34,7 @@ from frugalrl.nets.torsos import MLP
 _ACTIVATIONS = (nn.Tanh, nn.ReLU)
 
 
-def _tower_layers(tower: nn.Module) -> tuple[list[nn.Linear], type[nn.Module]] | str:
+def tower_layers(tower: nn.Module) -> tuple[list[nn.Linear], type[nn.Module]] | str:
     """The Linear layers and the activation of a plain MLP tower, or why it is not one."""
     if type(tower) is not MLP:
         return f"torso {type(tower).__name__} is not a plain MLP"
@@ -55,8 +55,8 @@ def fused_unsupported(policy: ActorCritic) -> str | None:
         return f"the policy is a {type(policy).__name__}, not a plain ActorCritic"
     if policy.critic is None:
         return "the actor and critic share a torso (CNN policy)"
-    actor = _tower_layers(policy.actor)
-    critic = _tower_layers(policy.critic)
+    actor = tower_layers(policy.actor)
+    critic = tower_layers(policy.critic)
     for found in (actor, critic):
         if isinstance(found, str):
             return found
@@ -97,8 +97,8 @@ class FusedMLPStep:
             raise ValueError(f"fused PPO step: {why}")
         self.policy = policy
         self.hp = hp
-        self.actor_layers, act = _tower_layers(policy.actor)  # type: ignore[misc]
-        self.critic_layers, _ = _tower_layers(policy.critic)  # type: ignore[misc]
+        self.actor_layers, act = tower_layers(policy.actor)  # type: ignore[misc]
+        self.critic_layers, _ = tower_layers(policy.critic)  # type: ignore[misc]
         self.tanh = act is nn.Tanh
         self.discrete = isinstance(policy.head, CategoricalHead)
         self.out_layer: nn.Linear = policy.head.logits if self.discrete else policy.head.mean

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 from torch import nn
 
-from frugalrl.algos.fused_mlp import stack_towers
-from frugalrl.nets.torsos import MLP
+from frugalrl.algos.fused_mlp import stack_towers, tower_layers
 
 if TYPE_CHECKING:
     from frugalrl.algos.sac import SquashedGaussianActor, TwinCritic
@@ -97,16 +96,12 @@ class AutogradSACStep:
 
 
 def _plain_linears(mlp: nn.Module) -> list[nn.Linear] | str:
-    """The Linear layers of a plain ReLU MLP, or why it is not one."""
-    if type(mlp) is not MLP:
-        return f"torso {type(mlp).__name__} is not a plain MLP"
-    body = list(mlp.body)
-    linears, acts = body[0::2], body[1::2]
-    if len(linears) != len(acts) or any(type(m) is not nn.Linear for m in linears):
-        return "the MLP is not Linear + activation pairs (fractal or residual blocks, or an adapter)"
-    if any(type(a) is not nn.ReLU for a in acts):
-        return "the MLP's activations are not ReLU"
-    return linears
+    """The Linear layers of a plain ReLU MLP, or why it is not one (SAC's networks are ReLU)."""
+    found = tower_layers(mlp)
+    if isinstance(found, str):
+        return found
+    linears, activation = found
+    return linears if activation is nn.ReLU else "the MLP's activations are not ReLU"
 
 
 def _critic_linears(critic: nn.Module) -> tuple[list[nn.Linear], list[nn.Linear]] | str:
