@@ -44,6 +44,21 @@ def test_squashed_gaussian_log_prob_matches_torch_distributions():
     assert (action[:, 0].abs() <= 2).all() and (action[:, 1] >= 0).all() and (action[:, 1] <= 1).all()
 
 
+def test_acting_skips_the_log_prob_but_takes_the_same_random_draw():
+    """``sample_action`` (acting, serving) takes the same random draw as ``sample`` and returns its actions."""
+    space = gym.spaces.Box(-np.ones(2, np.float32), 3 * np.ones(2, np.float32), dtype=np.float32)
+    actor = SquashedGaussianActor(3, space, [16], (-20.0, 2.0))
+    obs = torch.randn(8, 3)
+    torch.manual_seed(1)
+    expected, after_sample = actor.sample(obs)[0], torch.randn(1)
+    torch.manual_seed(1)
+    drawn, after_action = actor.sample_action(obs), torch.randn(1)
+    # The same actions, and the same draws consumed: a run's random stream does not move.
+    assert torch.equal(drawn, expected) and torch.equal(after_action, after_sample)
+    assert torch.equal(actor(obs), actor.sample(obs, deterministic=True)[0])
+    assert not torch.equal(actor.sample_action(obs), actor.sample_action(obs))  # stochastic unless deterministic
+
+
 @pytest.mark.slow
 def test_sac_run_writes_the_contract_and_reloads(tmp_path):
     summary = train(sac_config(replay={"kind": "prioritized"}), tmp_path / "run")

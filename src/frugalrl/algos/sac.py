@@ -60,17 +60,28 @@ class SquashedGaussianActor(nn.Module):
         self.register_buffer("scale", (high - low) / 2)
         self.register_buffer("bias", (high + low) / 2)
 
-    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """Actions in the env's bounds (B, D) and their log-probabilities (B,)."""
+    def _draw(self, obs: torch.Tensor, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The pre-tanh action (B, D), the Gaussian's mean and its clamped log-std."""
         h = self.torso(obs)
         mean = self.mean(h)
         log_std = self.log_std(h).clamp(*self.log_std_bounds)
         pre = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
+        return pre, mean, log_std
+
+    def sample(self, obs: torch.Tensor, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions in the env's bounds (B, D) and their log-probabilities (B,)."""
+        pre, mean, log_std = self._draw(obs, deterministic)
+        # The operations in this order: autograd sums ``pre``'s gradients in the order they were recorded, and
+        # a run's numbers (benchmarks/summary_equivalence.py) hold only while that order does.
         squashed = torch.tanh(pre)
         gaussian = -0.5 * (((pre - mean) / log_std.exp()) ** 2) - log_std - 0.5 * math.log(2 * math.pi)
         # Change of variables through tanh and the rescaling (numerically stable form of log(1 - tanh^2)).
         correction = 2 * (math.log(2) - pre - F.softplus(-2 * pre)) + torch.log(self.scale)
         return squashed * self.scale + self.bias, (gaussian - correction).sum(-1)
+
+    def sample_action(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """``sample``'s actions alone, from the same random draw: acting and serving skip the log-probability."""
+        return torch.tanh(self._draw(obs, deterministic)[0]) * self.scale + self.bias
 
     def act(self, obs: torch.Tensor, deterministic: bool = True) -> ActOutput:
         action, logprob = self.sample(obs, deterministic)
@@ -78,7 +89,7 @@ class SquashedGaussianActor(nn.Module):
         return ActOutput(action, logprob, zeros, action)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.sample(obs, deterministic=True)[0]
+        return self.sample_action(obs, deterministic=True)
 
 
 class TwinCritic(nn.Module):
@@ -203,7 +214,7 @@ class SAC(OffPolicyLearner):
             low, high = self.action_space.low, self.action_space.high
             return self.rng.uniform(low, high, size=(self.num_envs, *self.action_space.shape)).astype(np.float32)
         action = self.meter.run_counted(
-            "act", lambda: self.policy.sample(torch.as_tensor(obs, device=self.device))[0], self.num_envs
+            "act", lambda: self.policy.sample_action(torch.as_tensor(obs, device=self.device)), self.num_envs
         )
         self.meter.inference_samples += self.num_envs
         return action.cpu().numpy()
