@@ -66,8 +66,8 @@ Targets, per env (``TIME_TARGET``, ``RETURN_RULE``): training wall-clock frugalr
 per-seed ratios; the ratio of medians is shown beside it) at most 0.7 for SAC and 0.5 for DQN; the return:
 SAC's median eval return within SB3's seed-to-seed spread or above it (at least SB3's lowest seed), DQN's
 median at least SB3's median. Beside the verdict, the paired difference of the eval returns (frugalrl - SB3,
-mean over seeds, 95% bootstrap interval): where that interval holds 0, these seeds do not tell the two
-returns apart, whatever the medians say. The verdict is computed from the rows.
+mean over seeds, 95% bootstrap interval, from 3 pairs up): where that interval holds 0, these seeds do not
+tell the two returns apart, whatever the medians say. The verdict is computed from the rows.
 
 Every run appends one JSON row to ``benchmarks/results/offpolicy_vs_sb3.jsonl`` as soon as it ends (env, seed,
 contender, figures, load average, timestamp, git commit, command line, a ``batch`` id shared by one
@@ -240,7 +240,9 @@ def target_line(algo: str, clock: _report.Paired, fr_ret: list[float], sb_ret: l
         f"{max(sb_ret):.1f}): {'met' if ret_ok else 'missed'}"
     )
     diff = np.asarray(fr_ret) - np.asarray(sb_ret)
-    if len(diff) > 1:
+    if len(diff) == 2:  # a bootstrap over two differences only ever resamples those two: no interval
+        ret_text += f"; paired difference {diff.mean():+.1f} over 2 pairs: too few pairs for an interval"
+    elif len(diff) > 2:
         low, high = paired_bootstrap(np.asarray(fr_ret), np.asarray(sb_ret), 0.95)
         apart = "these seeds do not tell the returns apart" if low <= 0 <= high else "the returns differ"
         ret_text += f"; paired difference {diff.mean():+.1f}, 95% interval [{low:+.1f}, {high:+.1f}]: {apart}"

@@ -111,6 +111,8 @@ def test_the_verdict_checks_the_issue_targets_and_flips_where_the_figures_cross_
     assert "median eval return frugalrl -168.0 vs SB3 -158.0 (SB3 -159.0 to -157.0): missed" in worse
     assert "Overall: missed.**" in worse
     assert "not a check of the target" in bench.render(spec, _rows(spec, [1.0], [2.0], 0.0, 0.0), 600)
+    two = bench.render(spec, _rows(spec, [60.0, 70.0], [100.0, 120.0], -150.0, -160.0), 20_000)
+    assert "paired difference +10.0 over 2 pairs: too few pairs for an interval" in two and "95% interval" not in two
 
 
 def test_dqn_needs_half_the_time_and_the_median_return():
