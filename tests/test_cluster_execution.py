@@ -148,7 +148,7 @@ def _check_the_first_run(url: str, cluster: ClusterStandIn, image: str) -> None:
     latent = client.get_run(client.get_model_version("breakout-policy", "1").run_id)
     assert latent.data.tags["frugalrl.lineage.encoder"].startswith("models:/")
     adapted = client.get_model_version("pendulum-policy-adapted", "1")
-    assert adapted.tags["frugalrl.peft.method"] in ("full", "lora", "bitfit")
+    assert adapted.tags["frugalrl.peft.method"] in ("lora", "bitfit", "none")  # none: no method beat the source
     assert adapted.tags["frugalrl.lineage.peft_source"].startswith("models:/")
     with pytest.MonkeyPatch.context() as patch:  # a model a step registered loads here, through the server's proxy
         patch.setenv("MLFLOW_TRACKING_URI", url)

@@ -414,6 +414,35 @@ def test_the_best_method_is_named_only_where_it_beats_no_fine_tuning():
     assert best_line([], None) == "no parameter-efficient method ran"
 
 
+def test_the_registered_policy_is_the_untouched_source_where_no_method_beats_it(tmp_path):
+    """A fine-tune that plays worse than its source is not what ``best/`` (and so the registry) receives: the
+    source as it is, on the target's physics, is."""
+    from frugalrl.peft.compare import _export_best
+    from frugalrl.peft.source import load_source
+    from frugalrl.peft.table import registered_method
+
+    def row(method: str, value: float, target: str = "heavy") -> dict:
+        return {"method": method, "eval_mean": value, "target": target}
+
+    solved = [row("none", 1000.0), row("full", 1000.0), row("bitfit", 197.3), row("lora", 135.3)]
+    assert registered_method(solved, "bitfit") == "none"
+    assert registered_method([row("none", 1000.0), row("lora", 1000.0)], "lora") == "none"  # a tie: nothing gained
+    helped = [row("none", 120.0), row("lora", 640.0), row("none", 900.0, "light"), row("lora", 500.0, "light")]
+    assert registered_method(helped, "lora") == "lora"  # the mean over targets, as best_line says it
+    assert registered_method([row("lora", 640.0)], "lora") == "lora"  # no `none` reference ran
+    assert registered_method([], None) is None
+
+    kept = REPO / "benchmarks" / "artifacts" / "invdoublependulum-peft-source"
+    target = load_config(REPO / "configs" / "invdoublependulum-peft.yaml").peft.targets[0]
+    policy, config = _export_best(str(kept), tmp_path, "none", target)
+    reloaded, reloaded_config = load_policy_file(tmp_path / "best")
+    obs = torch.randn(8, 9)
+    expected = load_source(str(kept)).actor().sample(obs, deterministic=True)[0]
+    assert reloaded_config.policy.adapter is None and torch.allclose(reloaded.act(obs), expected, atol=1e-6)
+    assert reloaded_config.env.dynamics == target.dynamics
+    assert reloaded.spec["env"]["dynamics"] == target.dynamics.model_dump(mode="json")
+
+
 def test_compare_refuses_an_out_that_holds_a_training_run_and_changes_nothing(tmp_path, capsys):
     from frugalrl.cli import main
 

@@ -112,11 +112,12 @@ def test_each_branchs_registered_policy_plays_with_plain_mlflow_and_gymnasium(tm
     peft = tmp_path / "peft"
     overrides = ["sac.total_timesteps=300", "sac.learning_starts=100", "sac.batch_size=32", "peft.steps=120",
                  "peft.warmup_steps=60", "peft.eval_episodes=1", "tracking.enabled=true",
-                 "peft.methods={full: {}, lora: {rank: 4}}"]  # fmt: skip
+                 "peft.methods={full: {}, lora: {rank: 4}}", "peft.references=[scratch]"]  # fmt: skip
     from frugalrl.peft.compare import compare
 
     compared = compare(load_config(REPO / "configs" / "peft-quick.yaml", overrides), peft)
-    assert compared["best_method"] == "lora"  # the only parameter-efficient method: peft's layers are in it
+    # the only parameter-efficient method, and no untouched source to lose to: best/ holds peft's layers
+    assert compared["best_method"] == compared["best_policy_method"] == "lora"
     latent = tmp_path / "latent"
     data = breakout().to_dict()
     data["tracking"]["enabled"], data["env"]["atari"] = True, {"max_episode_steps": 2000}

@@ -17,7 +17,8 @@ Files in DIR:
     peft_plot.png      return % vs cost %, one point per method and target
     adapters/TARGET/METHOD/seedN/      each run's adapter.pt (seed 1's for `frugalrl peft apply`) and
                        metrics.jsonl (one row per SAC update)
-    best/policy.pt     the best parameter-efficient method's adapted policy (first target)
+    best/policy.pt     the best parameter-efficient method's adapted policy (first target), or the source
+                       as it is where no method beats it (``registered_method``)
     summary.json       the table, the source's return, the best method
 """
 
@@ -48,7 +49,7 @@ from frugalrl.peft.finetune import (
 )
 from frugalrl.peft.methods import adapt, merged
 from frugalrl.peft.source import SourceMissing, SourceRun, load_source
-from frugalrl.peft.store import ADAPTER_FILE, apply_adapter, save_adapter
+from frugalrl.peft.store import ADAPTER_FILE, apply_adapter, base_policy, save_adapter
 from frugalrl.peft.table import (
     RUN_FIELDS,
     TABLE_FIELDS,
@@ -57,6 +58,7 @@ from frugalrl.peft.table import (
     markdown,
     plot,
     read_runs,
+    registered_method,
     write_csv,
 )
 from frugalrl.policy_store import save_policy
@@ -182,7 +184,8 @@ def compare(
     atomic_write_bytes(out / "peft_table.md", markdown(table, before.mean, peft.steps).encode())
     plot(table, out / "peft_plot.png")
     best = best_method(table)
-    adapted = _export_best(source_uri, out, best, peft.targets[0]) if best is not None else None
+    chosen = registered_method(table, best)
+    adapted = _export_best(source_uri, out, chosen, peft.targets[0]) if chosen is not None else None
     summary = {
         "source": source_uri,
         "source_return": before.mean,
@@ -194,7 +197,8 @@ def compare(
         "methods": list(peft.methods),
         "targets": [t.name for t in peft.targets],
         "best_method": best,
-        "best_policy": str(out / "best") if best else None,
+        "best_policy_method": chosen,
+        "best_policy": str(out / "best") if adapted is not None else None,
         "table": table,
     }
     model_uri = None
@@ -202,20 +206,23 @@ def compare(
         summary["mlflow_run_id"], model_uri = _log(config, out, table, summary, adapted, pipeline_run_id)
     if adapted is not None:  # best/summary.json names the MLflow model registration picks up (none untracked)
         run_id = summary.get("mlflow_run_id")
-        best_summary = _best_summary(adapted[1], source_uri, best, peft.targets[0], run_id, model_uri)
+        best_summary = _best_summary(adapted[1], source_uri, chosen, peft.targets[0], run_id, model_uri)
         write_json(out / "best" / "summary.json", best_summary)
     write_json(out / "summary.json", summary)
     return summary
 
 
 def _export_best(source_uri: str, out: Path, method: str, target: PeftTarget) -> tuple[Any, ExperimentConfig] | None:
-    """best/: the base policy with the best method's seed-1 adapter for the first target, as a run
-    directory (policy.pt, config.yaml; ``compare`` adds summary.json) that evaluation and registration read."""
-
-    adapter = out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE
-    if not adapter.is_file():  # a partial comparison (report-only) may not have run it
-        return None
-    policy, config = apply_adapter(source_uri, str(adapter))
+    """best/: the base policy with the best method's seed-1 adapter for the first target (``method`` ``none``:
+    the base policy as it is), as a run directory (policy.pt, config.yaml; ``compare`` adds summary.json)
+    that evaluation and registration read."""
+    if method == "none":
+        policy, config = base_policy(source_uri)
+    else:
+        adapter = out / "adapters" / target.name / method / "seed1" / ADAPTER_FILE
+        if not adapter.is_file():  # a partial comparison (report-only) may not have run it
+            return None
+        policy, config = apply_adapter(source_uri, str(adapter))
     env = target_env(config, target)  # evaluators of best/ play the task it was adapted to
     policy.spec["env"] = env.model_dump(mode="json")
     config = config.model_copy(update={"env": env})

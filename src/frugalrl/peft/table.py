@@ -173,6 +173,19 @@ def best_method(table: list[dict]) -> str | None:
     return max(scores, key=lambda m: statistics.mean(scores[m])) if scores else None
 
 
+def registered_method(table: list[dict], best: str | None) -> str | None:
+    """What the comparison's ``best/`` policy is: the best parameter-efficient method, or ``none`` (the
+    source as it is) where that method does not beat the untouched source (mean over targets, as
+    ``best_line`` says it). A registry should not receive a fine-tune that plays worse than its source."""
+    if best is None:
+        return None
+    untouched = [r["eval_mean"] for r in table if r["method"] == "none"]
+    chosen = [r["eval_mean"] for r in table if r["method"] == best]
+    if untouched and statistics.mean(chosen) <= statistics.mean(untouched):
+        return "none"
+    return best
+
+
 def best_line(table: list[dict], best: str | None) -> str:
     """What the comparison found, in words: the best method where it beats no fine-tuning (the ``none``
     reference, mean over targets), else that the source already solves the target."""
