@@ -19,7 +19,7 @@ Files in DIR:
                        metrics.jsonl (one row per SAC update)
     best/policy.pt     the best parameter-efficient method's adapted policy (first target), or the source
                        as it is where no method beats it (``registered_method``)
-    summary.json       the table, the source's return, the best method
+    summary.json       the table, the source's return, the best method, what best/ holds (``best_policy_method``)
 """
 
 from __future__ import annotations
