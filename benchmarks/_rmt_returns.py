@@ -45,6 +45,13 @@ def verdict(runs: list[dict]) -> tuple[str, str]:
     measured = "; ".join(parts) or "none yet"
     short = [f"{c} {len(v)} of {SEEDS}" for c, v in by.items() if len(v) < SEEDS]
     if short:
+        # RMT DQN below a peer that has all its seeds is refuted whatever the third contender's seeds give
+        done = {c: statistics.median(v) for c, v in by.items() if len(v) >= SEEDS}
+        below = [n for c, n in (("ppo", "PPO's"), ("sac", "SAC's (300k)")) if c in done and done.get("rmt-dqn",
+                 float("inf")) < done[c]]  # fmt: skip
+        if below:
+            return measured, (f"refuted (RMT DQN's median below {' and '.join(below)}; {', '.join(short)} seeds "
+                              "so far, which cannot change it)")  # fmt: skip
         return measured, f"not yet measured ({', '.join(short)} seeds so far)"
     rmt, ppo, sac = (statistics.median(by[c]) for c in ("rmt-dqn", "ppo", "sac"))
     need_ppo = (CLAIMED["rmt-dqn"] - CLAIMED["ppo"]) / 2

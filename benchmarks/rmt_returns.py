@@ -17,7 +17,8 @@ The verdict rule, fixed before running: with 3 seeds of every contender, **confi
 return is above PPO's by at least half the claimed margin (87 / 2) and above SAC's by at least half its
 claimed margin (54 / 2); **partly** when it is above both medians by less; **refuted** when it is below
 either. SAC's budget is labelled beside its figure. Until every contender has 3 seeds the row says how many
-it has.
+it has; once RMT DQN and a peer both have their 3 and RMT DQN's median is below the peer's, the row says
+refuted, since no seed of the third contender can change that.
 
 ``--probe`` times BipedalWalker (``configs/bipedalwalker-rmt.yaml``) and Breakout (``configs/breakout-rmt.yaml``,
 one torch thread, a 100k-transition store) for a few thousand steps, learning from step 2,000, and keeps the

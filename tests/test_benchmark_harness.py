@@ -348,6 +348,12 @@ def test_rmt_returns_judges_by_its_rule_and_waits_for_three_seeds_of_each(bench)
         assert said.startswith(expected), (rmt, said)
     measured, said = _rmt_returns.verdict(runs({"rmt-dqn": [300.0], **base}))
     assert said == "not yet measured (rmt-dqn 1 of 3 seeds so far)" and "rmt-dqn 300.0" in measured
+    # RMT DQN's median under PPO's, both complete: SAC's missing seeds cannot change the verdict
+    measured, said = _rmt_returns.verdict(runs({"rmt-dqn": [250.0, -760.0, 100.0], "ppo": base["ppo"], "sac": [230.0]}))
+    assert said == "refuted (RMT DQN's median below PPO's; sac 1 of 3 seeds so far, which cannot change it)"
+    # above PPO's while SAC's seeds are missing: SAC's could still decide it
+    measured, said = _rmt_returns.verdict(runs({"rmt-dqn": [250.0, 260.0, 270.0], "ppo": base["ppo"]}))
+    assert said == "not yet measured (sac 0 of 3 seeds so far)"
     # a row at another budget is not this table's; a newer row of the same seed replaces the older one
     kept = runs({"ppo": [100.0]}) + [{**runs({"ppo": [150.0]})[0]}, {**runs({"ppo": [1.0]})[0], "budget": 5}]
     assert [r["eval_mean"] for r in _rmt_returns.select(kept)] == [150.0]
