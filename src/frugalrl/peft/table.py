@@ -173,27 +173,29 @@ def best_method(table: list[dict]) -> str | None:
     return max(scores, key=lambda m: statistics.mean(scores[m])) if scores else None
 
 
+def _mean_returns(table: list[dict], methods: tuple[str, ...]) -> dict[str, float]:
+    """Each of ``methods`` that ran: its eval return, mean over the targets."""
+    return {m: statistics.mean(r["eval_mean"] for r in table if r["method"] == m) for m in methods
+            if any(r["method"] == m for r in table)}  # fmt: skip
+
+
 def registered_method(table: list[dict], best: str | None) -> str | None:
     """What the comparison's ``best/`` policy is: the best parameter-efficient method, or ``none`` (the
-    source as it is) where that method does not beat the untouched source (mean over targets, as
-    ``best_line`` says it). A registry should not receive a fine-tune that plays worse than its source."""
+    source as it is) where that method does not beat the untouched source (mean over targets). A registry
+    should not receive a fine-tune that plays worse than its source."""
     if best is None:
         return None
-    untouched = [r["eval_mean"] for r in table if r["method"] == "none"]
-    chosen = [r["eval_mean"] for r in table if r["method"] == best]
-    if untouched and statistics.mean(chosen) <= statistics.mean(untouched):
-        return "none"
-    return best
+    mean = _mean_returns(table, (best, "none"))
+    return "none" if "none" in mean and mean[best] <= mean["none"] else best
 
 
 def best_line(table: list[dict], best: str | None) -> str:
     """What the comparison found, in words: the best method where it beats no fine-tuning (the ``none``
-    reference, mean over targets), else that the source already solves the target."""
+    reference, mean over targets), else that the source already solves the target (``registered_method``)."""
     if best is None:
         return "no parameter-efficient method ran"
-    mean = {m: statistics.mean(r["eval_mean"] for r in table if r["method"] == m) for m in (best, "none")
-            if any(r["method"] == m for r in table)}  # fmt: skip
-    if "none" in mean and mean[best] <= mean["none"]:
+    mean = _mean_returns(table, (best, "none"))
+    if registered_method(table, best) == "none":
         return (
             f"the source already solves the target: no fine-tuning returns {mean['none']:.1f}, the best "
             f"parameter-efficient method ({best}) {mean[best]:.1f}"
