@@ -44,21 +44,18 @@ def verdict(runs: list[dict]) -> tuple[str, str]:
             parts.append(f"{c} {_report.fmt_mmm(by[c], '{:.1f}')} ({seeds}, {steps:,} steps)")
     measured = "; ".join(parts) or "none yet"
     short = [f"{c} {len(v)} of {SEEDS}" for c, v in by.items() if len(v) < SEEDS]
+    done = {c: statistics.median(v) for c, v in by.items() if len(v) >= SEEDS}
+    # RMT DQN below a peer with all its seeds is refuted, whatever a third contender's missing seeds give
+    below = [name for c, name in (("ppo", "PPO's"), ("sac", "SAC's (300k)"))
+             if "rmt-dqn" in done and c in done and done["rmt-dqn"] < done[c]]  # fmt: skip
+    if below:
+        pending = f"; {', '.join(short)} seeds so far, which cannot change it" if short else ""
+        return measured, f"refuted (RMT DQN's median below {' and '.join(below)}{pending})"
     if short:
-        # RMT DQN below a peer that has all its seeds is refuted whatever the third contender's seeds give
-        done = {c: statistics.median(v) for c, v in by.items() if len(v) >= SEEDS}
-        below = [n for c, n in (("ppo", "PPO's"), ("sac", "SAC's (300k)")) if c in done and done.get("rmt-dqn",
-                 float("inf")) < done[c]]  # fmt: skip
-        if below:
-            return measured, (f"refuted (RMT DQN's median below {' and '.join(below)}; {', '.join(short)} seeds "
-                              "so far, which cannot change it)")  # fmt: skip
         return measured, f"not yet measured ({', '.join(short)} seeds so far)"
-    rmt, ppo, sac = (statistics.median(by[c]) for c in ("rmt-dqn", "ppo", "sac"))
+    rmt, ppo, sac = (done[c] for c in ("rmt-dqn", "ppo", "sac"))
     need_ppo = (CLAIMED["rmt-dqn"] - CLAIMED["ppo"]) / 2
     need_sac = (CLAIMED["rmt-dqn"] - CLAIMED["sac"]) / 2
-    if rmt < ppo or rmt < sac:
-        return measured, "refuted (RMT DQN's median below " + (" and ".join(
-            n for n, m in (("PPO's", ppo), ("SAC's (300k)", sac)) if rmt < m)) + ")"  # fmt: skip
     if rmt - ppo >= need_ppo and rmt - sac >= need_sac:
         return measured, "confirmed (above both by at least half the claimed margins; SAC at 300k)"
     return measured, "partly (above both medians, by less than half the claimed margins; SAC at 300k)"
