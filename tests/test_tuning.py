@@ -54,6 +54,41 @@ def test_tuning_finds_best_and_logs_one_mlflow_run_per_trial(tmp_path):
     assert all("ppo.learning_rate" in r.data.params for r in trials)
 
 
+def test_trials_the_server_missed_wait_in_the_worker_directory_and_sync_sends_them_once(tmp_path, monkeypatch,
+                                                                                      capsys):  # fmt: skip
+    from frugalrl.tracking import trial_run, trials
+    from frugalrl.tracking.offline import OFFLINE_FILE, pending, sync_run_dir
+
+    def away(*args, **kwargs):
+        raise ConnectionError("the server is away")
+
+    log_trial = trial_run.log_trial
+    monkeypatch.setattr(trials, "log_trial", away)  # every trial's run fails, the worker's own does not
+    monkeypatch.setattr(trials, "FINISH_PATIENCE_S", 0.2)
+    out = tmp_path / "tune"
+    tune(load_config(CONFIG, [*FAST, "tuning.trials=2", "tracking.experiment=tune-late", "tracking.reconnect_s=0.1"]),
+         out)  # fmt: skip
+    assert [e["number"] for e in pending(out) if e["kind"] == "trial"] == [0, 1]
+    assert f"send them with `frugalrl sync {out}`" in capsys.readouterr().err
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name("tune-late").experiment_id
+    assert len(client.search_runs([experiment])) == 1  # the worker's run only
+
+    monkeypatch.setattr(trials, "log_trial", log_trial)  # the server answers again
+    assert "2 trials" in sync_run_dir(out)
+    assert "nothing was waiting" in sync_run_dir(out) and not (out / OFFLINE_FILE).exists()
+    best = json.loads((out / "best.json").read_text())
+    worker, config = best["mlflow_run_id"], load_config(CONFIG)
+    study = optuna.load_study(study_name=best["study"], storage=storage_for(config, out))
+    runs = [r for r in client.search_runs([experiment]) if r.info.run_id != worker]
+    assert sorted(r.data.tags["frugalrl.trial"] for r in runs) == [f"{study.study_name}/{n}" for n in (0, 1)]
+    assert all(r.data.tags["mlflow.parentRunId"] == worker and r.info.status == "FINISHED" for r in runs)
+    by_number = {int(r.data.tags["frugalrl.trial"].split("/")[-1]): r for r in runs}
+    for trial in counted(study.get_trials()):
+        assert by_number[trial.number].data.params == {k: str(v) for k, v in trial.params.items()}
+        assert by_number[trial.number].data.metrics.get(config.tuning.metric) == trial.value  # None: pruned
+
+
 def test_empty_space_is_a_config_error(tmp_path):
     config = load_config(CONFIG, ["tuning.space={}"])
     with pytest.raises(ConfigError, match="no tuning.space"):

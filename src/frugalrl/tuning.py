@@ -285,7 +285,7 @@ def tune(config: ExperimentConfig, out: Path, worker: int = 0, pipeline_run_id: 
             run_id = tracker.run_id
             # the tracker's experiment, not a lookup: a store away right after the start must not stop the worker
             log_trials = TrialLogger(tracker.run_id, tracker.experiment_id, tuning.metric,
-                                     config.tracking.reconnect_s)  # fmt: skip
+                                     config.tracking.reconnect_s, buffer_dir=out)  # fmt: skip
             callbacks.append(log_trials)
             run()
             log_trials.finish()

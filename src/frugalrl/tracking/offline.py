@@ -1,7 +1,8 @@
 """Tracking that survives its server: what could not be sent waits in the run directory.
 
 When the MLflow store stops answering mid-run, ``RunTracker`` keeps training going and appends
-what it could not send (parameters, metrics, artifacts, tags, the policy model, the run's end) to
+what it could not send (parameters, metrics, artifacts, tags, the policy model, the run's end; a tuning
+worker's trials, by ``frugalrl.tracking.trials``) to
 ``RUN_DIR/mlflow_offline.jsonl``, one JSON entry per line. ``sync_run_dir`` (``frugalrl sync
 RUN_DIR``), or the run itself when the store comes back during it, replays the entries in order;
 each one sent moves to ``mlflow_offline.synced.jsonl`` (kept: it says what was late), so a replay
@@ -24,6 +25,7 @@ from frugalrl.policy_store import load_policy_file, registered_policy_file
 from frugalrl.runlock import check_not_busy
 from frugalrl.tracking.models import log_policy_model
 from frugalrl.tracking.store import check_tracking
+from frugalrl.tracking.trial_run import log_trial
 
 OFFLINE_FILE = "mlflow_offline.jsonl"
 SYNCED_FILE = "mlflow_offline.synced.jsonl"
@@ -55,7 +57,7 @@ def _run_id(run_dir: Path) -> str | None:
     return None
 
 
-KINDS = ("params", "metrics", "artifact", "tags", "policy", "end")  # what a buffer entry can be
+KINDS = ("params", "metrics", "artifact", "tags", "policy", "end", "trial")  # what a buffer entry can be
 
 
 def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[str, int]:
@@ -68,8 +70,8 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
     from mlflow.entities import Metric, Param
 
     client = MlflowClient()
-    sent = {kind: 0 for kind in ("params", "metrics", "artifacts", "tags", "policy", "end", "missing files",
-                                 "left waiting")}  # fmt: skip
+    sent = {kind: 0 for kind in ("params", "metrics", "artifacts", "tags", "policy", "end", "trials",
+                                 "missing files", "left waiting")}  # fmt: skip
     queue, kept = list(entries), []  # kept: entries this frugalrl cannot send; they stay in the offline file
     held: dict[str, set[int]] = {}  # per key, the steps the run holds (asked once, for "skip_held" entries)
     while queue:
@@ -111,6 +113,9 @@ def replay(run_id: str, entries: list[dict[str, Any]], run_dir: Path) -> dict[st
         elif kind == "end":
             client.set_terminated(run_id, status=entry["status"])
             sent["end"] += 1
+        elif kind == "trial":  # a tuning worker's trial, nested under the worker's run (``run_id``)
+            log_trial(client, client.get_run(run_id).info.experiment_id, run_id, entry)
+            sent["trials"] += 1
         queue = queue[1:]
         _moved(run_dir, entry, kept + queue)
     return sent

@@ -2,71 +2,73 @@
 
 Optuna's ``MLflowCallback`` (deprecated since optuna 4.9) raises out of ``study.optimize`` when
 the server is away at the moment a trial ends, which stops the worker. Here a trial that could
-not be logged waits and is tried again after the next trial and when the worker ends; a retry
-never makes a second run, because each trial's run carries a ``frugalrl.trial`` tag
-(``study/number``) and is looked up by it first.
+not be logged waits and is tried again after the next trial and when the worker ends; what still
+waits then goes to the worker's offline buffer (``frugalrl sync OUT`` sends it, like a training's).
+A retry never makes a second run (``frugalrl.tracking.trial_run``).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-TRIAL_TAG = "frugalrl.trial"
+from frugalrl.tracking.offline import OFFLINE_FILE, record
+from frugalrl.tracking.trial_run import log_trial, trial_entry
+
+FINISH_PATIENCE_S = 120.0  # a worker's last retries: a server restarting under load takes tens of seconds
 
 
 class TrialLogger:
-    """An Optuna callback: ``logger(study, frozen_trial)`` after each trial; ``finish()`` at the end."""
+    """An Optuna callback: ``logger(study, frozen_trial)`` after each trial; ``finish()`` at the end.
 
-    def __init__(self, parent_run_id: str, experiment_id: str, metric: str, retry_s: float) -> None:
+    ``buffer_dir`` is the worker's output directory: a trial still not logged when the worker ends waits
+    there (``None``: it is only named in a warning)."""
+
+    def __init__(self, parent_run_id: str, experiment_id: str, metric: str, retry_s: float,
+                 buffer_dir: Path | None = None) -> None:  # fmt: skip
         self.parent_run_id, self.experiment_id, self.metric, self.retry_s = (
             parent_run_id, experiment_id, metric, retry_s,
         )  # fmt: skip
-        self.waiting: list[tuple[str, Any]] = []  # (study name, frozen trial) not logged yet
+        self.buffer_dir = buffer_dir
+        self.waiting: list[dict[str, Any]] = []  # trial entries not logged yet
 
     def __call__(self, study: Any, trial: Any) -> None:
         if trial.user_attrs.get("surplus"):
             return  # drawn beyond the study's trials and never run (frugalrl.tuning_rounds)
-        self.waiting.append((study.study_name, trial))
+        self.waiting.append(trial_entry(study.study_name, trial, self.metric))
         self.send()
 
     def send(self) -> None:
-        """Log what waits; what fails (the server away) keeps waiting."""
+        """Log what waits; what fails (the server away, or too slow to answer) keeps waiting."""
+        from mlflow import MlflowClient
+
         still = []
-        for study_name, trial in self.waiting:
+        for entry in self.waiting:
             try:
-                self._log(study_name, trial)
+                log_trial(MlflowClient(), self.experiment_id, self.parent_run_id, entry)
             except Exception:  # MLflow's client raises several kinds for an unreachable server
-                still.append((study_name, trial))
+                still.append(entry)
         self.waiting = still
 
-    def finish(self, patience_s: float = 120.0) -> None:
-        """Try what waits again, ``retry_s`` apart, for up to ``patience_s`` (a server restarting under load
-        takes tens of seconds); one line naming what could not be logged."""
-        deadline = time.monotonic() + patience_s
+    def finish(self) -> None:
+        """Try what waits again, ``retry_s`` apart, for up to ``FINISH_PATIENCE_S``; what still waits goes to
+        the offline buffer, said in one line."""
+        deadline = time.monotonic() + FINISH_PATIENCE_S
         while self.waiting and time.monotonic() < deadline:
             time.sleep(self.retry_s)
             self.send()
-        if self.waiting:
-            numbers = ", ".join(str(trial.number) for _, trial in self.waiting)
+        if not self.waiting:
+            return
+        numbers = ", ".join(str(entry["number"]) for entry in self.waiting)
+        if self.buffer_dir is None:
             print(f"warning: MLflow did not answer; trials {numbers} are in the Optuna study but have no MLflow run",
                   file=sys.stderr)  # fmt: skip
-
-    def _log(self, study_name: str, trial: Any) -> None:
-        from mlflow import MlflowClient
-        from mlflow.entities import Metric, Param
-
-        client = MlflowClient()
-        key = f"{study_name}/{trial.number}"
-        found = client.search_runs([self.experiment_id], f"tags.`{TRIAL_TAG}` = '{key}'", max_results=1)
-        run = found[0] if found else client.create_run(
-            self.experiment_id, run_name=f"trial-{trial.number}",
-            tags={"mlflow.parentRunId": self.parent_run_id, TRIAL_TAG: key, "frugalrl.trial_state": trial.state.name},
-        )  # fmt: skip
-        params = [Param(name, str(value)) for name, value in trial.params.items()]
-        metrics = []
-        if trial.value is not None and self.metric not in run.data.metrics:  # a retry does not log it twice
-            metrics = [Metric(self.metric, float(trial.value), int(time.time() * 1000), 0)]
-        client.log_batch(run.info.run_id, metrics=metrics, params=params)
-        client.set_terminated(run.info.run_id, "FINISHED")
+            return
+        for entry in self.waiting:
+            record(self.buffer_dir, entry)
+        print(f"warning: MLflow did not answer; the runs of trials {numbers} wait in "
+              f"{self.buffer_dir / OFFLINE_FILE}: send them with `frugalrl sync {self.buffer_dir}`",
+              file=sys.stderr)  # fmt: skip
+        self.waiting = []
