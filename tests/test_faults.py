@@ -485,6 +485,32 @@ def test_a_server_restarting_at_the_start_is_waited_for_and_one_dying_right_afte
         _kill(server)
 
 
+def test_a_start_whose_answer_was_lost_leaves_one_run(tmp_path, monkeypatch):
+    """The store made the run and its answer never came (the server died, or answered after the timeout;
+    MLflow's client retries such a POST too): the retried start made a second run, and the first stayed
+    RUNNING, empty, for ever. Now the first goes to MLflow's trash."""
+    from mlflow.entities import ViewType
+    from mlflow.exceptions import MlflowException
+
+    made = []
+    create_run = MlflowClient.create_run
+
+    def answer_lost_once(self, *args, **kwargs):  # noqa: ANN001 - MlflowClient.create_run's own arguments
+        made.append(create_run(self, *args, **kwargs).info.run_id)
+        if len(made) == 1:
+            raise MlflowException("the connection closed before the answer")
+        return self.get_run(made[-1])
+
+    monkeypatch.setattr(MlflowClient, "create_run", answer_lost_once)
+    config = tiny_config(tracking={"enabled": True, "reconnect_s": 0.1}, ppo={"total_timesteps": 512})
+    summary = train(config, tmp_path / "run", interactive=False)
+    client = _client()
+    experiment = client.get_run(summary["mlflow_run_id"]).info.experiment_id
+    assert len(made) == 2 and made[1] == summary["mlflow_run_id"]
+    assert [r.info.run_id for r in client.search_runs([experiment])] == [summary["mlflow_run_id"]]
+    assert [r.info.run_id for r in client.search_runs([experiment], run_view_type=ViewType.DELETED_ONLY)] == made[:1]
+
+
 def test_a_replay_cut_short_resumes_after_what_it_sent(tmp_path, monkeypatch):
     """The store goes away again in the middle of sending what waited: the next replay sends only the
     rest (2,500 metrics go in three batches; the second batch fails the first time)."""

@@ -89,6 +89,24 @@ def test_trials_the_server_missed_wait_in_the_worker_directory_and_sync_sends_th
         assert by_number[trial.number].data.metrics.get(config.tuning.metric) == trial.value  # None: pruned
 
 
+def test_a_trial_run_made_twice_by_a_retried_create_is_kept_once():
+    """MLflow's client retries a POST whose answer was late; the store then holds two runs of one trial."""
+    from frugalrl.tracking.trial_run import TRIAL_TAG, log_trial
+
+    client = MlflowClient()
+    experiment = client.create_experiment("trial-twins")
+    worker = client.create_run(experiment).info.run_id
+    create_run = client.create_run
+    client.create_run = lambda *args, **kwargs: [create_run(*args, **kwargs) for _ in range(2)][-1]
+    entry = {"kind": "trial", "key": "study/0", "number": 0, "state": "COMPLETE", "params": {"ppo.gae_lambda": "0.9"},
+             "metric": "eval_mean", "value": 120.0}  # fmt: skip
+    log_trial(client, experiment, worker, entry)
+    log_trial(client, experiment, worker, entry)  # sent again (a sync after a retry): still one run
+    runs = [r for r in client.search_runs([experiment]) if r.info.run_id != worker]
+    assert len(runs) == 1 and runs[0].data.tags[TRIAL_TAG] == "study/0" and runs[0].info.status == "FINISHED"
+    assert runs[0].data.metrics == {"eval_mean": 120.0} and runs[0].data.params == {"ppo.gae_lambda": "0.9"}
+
+
 def test_empty_space_is_a_config_error(tmp_path):
     config = load_config(CONFIG, ["tuning.space={}"])
     with pytest.raises(ConfigError, match="no tuning.space"):

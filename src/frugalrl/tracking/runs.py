@@ -7,6 +7,7 @@ import os
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,11 @@ from frugalrl.tracking.models import log_policy_model
 from frugalrl.tracking.offline import OFFLINE_FILE, pending, record, replay
 from frugalrl.tracking.provenance import lineage_tags
 from frugalrl.tracking.store import check_tracking, health_request
+from frugalrl.tracking.twins import drop_twins
 
 FLUSH_METRICS = 2000  # queued metric values that trigger a send
 FLUSH_SECONDS = 10.0  # or seconds since the last send: MLflow's UI lags by at most this
+START_TAG = "frugalrl.start_id"  # unique to one start of a run (see _start)
 START_PATIENCE_S = 120.0  # a store that answered the health check and then went away (a server restarting
 # under load takes tens of seconds) gets this long to take the run's start; nothing has been trained yet
 
@@ -102,14 +105,22 @@ class RunTracker:
     def _start(self) -> Any:
         """The run, started (or resumed). A failure while the store does not answer is waited out for up to
         ``START_PATIENCE_S``; one while it answers is tried once more (the store may have just come back),
-        then refused in one line: a wrong experiment or a refused request does not get better by waiting."""
+        then refused in one line: a wrong experiment or a refused request does not get better by waiting.
+        A create whose run was made but whose answer was lost leaves no second run (``tracking.twins``)."""
         mlflow = self.mlflow
         deadline = time.monotonic() + START_PATIENCE_S
         failed_while_answering = 0
+        start_id = uuid.uuid4().hex  # this start's runs: a retried create can make more than one (tracking.twins)
         while True:
             try:
                 mlflow.set_experiment(self.config.tracking.experiment)
-                return mlflow.start_run(run_id=self._resume_id, run_name=None if self._resume_id else self._run_name)
+                if self._resume_id is not None:
+                    return mlflow.start_run(run_id=self._resume_id)
+                run = mlflow.start_run(run_name=self._run_name, tags={START_TAG: start_id})
+                with contextlib.suppress(Exception):  # the store away again: an empty twin stays, nothing is lost
+                    drop_twins(mlflow.tracking.MlflowClient(), run.info.experiment_id, START_TAG, start_id,
+                               keep=run.info.run_id)  # fmt: skip
+                return run
             except Exception as exc:
                 reason = shown(str(exc).splitlines()[0])[:160] if str(exc) else type(exc).__name__
             failed_while_answering += self._answers()

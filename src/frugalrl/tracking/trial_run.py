@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from frugalrl.tracking.twins import drop_twins
+
 TRIAL_TAG = "frugalrl.trial"
 
 
@@ -23,10 +25,14 @@ def log_trial(client: Any, experiment_id: str, parent_run_id: str, entry: dict[s
     from mlflow.entities import Metric, Param
 
     found = client.search_runs([experiment_id], f"tags.`{TRIAL_TAG}` = '{entry['key']}'", max_results=1)
-    run = found[0] if found else client.create_run(
-        experiment_id, run_name=f"trial-{entry['number']}",
-        tags={"mlflow.parentRunId": parent_run_id, TRIAL_TAG: entry["key"], "frugalrl.trial_state": entry["state"]},
-    )  # fmt: skip
+    if found:
+        run = found[0]
+    else:
+        run = client.create_run(
+            experiment_id, run_name=f"trial-{entry['number']}",
+            tags={"mlflow.parentRunId": parent_run_id, TRIAL_TAG: entry["key"], "frugalrl.trial_state": entry["state"]},
+        )  # fmt: skip
+        drop_twins(client, experiment_id, TRIAL_TAG, entry["key"], keep=run.info.run_id)  # a create retried
     params = [Param(name, value) for name, value in entry["params"].items()]
     metrics = []
     if entry["value"] is not None and entry["metric"] not in run.data.metrics:  # a retry does not log it twice
