@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 
-def drop_twins(client: Any, experiment_id: str, tag: str, value: str, keep: str) -> int:
-    """Delete the runs of ``experiment_id`` tagged ``tag`` = ``value`` but ``keep``; how many there were."""
-    twins = [run.info.run_id for run in client.search_runs([experiment_id], f"tags.`{tag}` = '{value}'")]
-    for run_id in twins:
-        if run_id != keep:
-            client.delete_run(run_id)
-    return len(twins) - (keep in twins)
+def drop_twins(client: Any, experiment_id: str, tag: str, value: str, keep: str) -> None:
+    """Delete (to the trash) the runs of ``experiment_id`` tagged ``tag`` = ``value``, all but ``keep``."""
+    for run in client.search_runs([experiment_id], f"tags.`{tag}` = '{value}'"):
+        if run.info.run_id != keep:
+            client.delete_run(run.info.run_id)
